@@ -1,0 +1,23 @@
+# Entry points; README explains them.
+.PHONY: setup demo test unit integration build-kcm down
+
+setup:            ## venv + control-plane binaries + collection link (idempotent)
+	tools/setup.sh
+
+demo: setup       ## three local clusters with CRDs at an old version, then the fleet upgrade
+	tools/demo.sh
+
+test:             ## every test: pytest (unit + real control plane), sanity, lint, molecule
+	tools/test.sh
+
+unit:
+	. tools/env.sh && python -m pytest tests/unit -q
+
+integration:
+	. tools/env.sh && python -m pytest tests/integration -q -rfE
+
+build-kcm:        ## also build kube-controller-manager (benchmark against the in-tree migrator)
+	tools/setup.sh --with-kcm
+
+down:             ## stop clusters left running by `make demo`
+	. tools/env.sh && python -m tests.controlplane down

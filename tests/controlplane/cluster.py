@@ -1,0 +1,315 @@
+"""Start real clusters: etcd + kube-apiserver(s) on loopback, one, a fleet of N, or an HA pair.
+
+Flags follow envtest's (controller-runtime) with RBAC on, so tests see the same authorization and
+admission chain as a real cluster. See ../../docs/testing.md for the why of each choice.
+"""
+from __future__ import annotations
+
+import shutil
+import ssl
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .binaries import Binaries, find_binaries
+from .pki import Pki, ensure_pki
+from .processes import ManagedProcess, free_port
+
+READY_TIMEOUT = 120.0
+
+
+class ControlPlaneError(RuntimeError):
+    pass
+
+
+@dataclass
+class Etcd:
+    binaries: Binaries
+    folder: Path
+    detached: bool = False
+    client_port: int = 0
+    process: ManagedProcess | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.client_port}"
+
+    def start(self) -> "Etcd":
+        self.client_port = self.client_port or free_port()
+        peer = free_port()
+        data = self.folder / "etcd-data"
+        data.mkdir(parents=True, exist_ok=True)
+        argv = [str(self.binaries.etcd), "--name", "default", "--data-dir", str(data),
+                "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
+                "--listen-peer-urls", f"http://127.0.0.1:{peer}",
+                "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
+                "--initial-cluster", f"default=http://127.0.0.1:{peer}",
+                "--unsafe-no-fsync", "--log-level", "warn",
+                # one snapshot per 10k revisions keeps a long benchmark's memory flat
+                "--snapshot-count", "10000", "--quota-backend-bytes", str(8 * 1024 ** 3)]
+        self.process = ManagedProcess("etcd", argv, self.folder / "logs" / "etcd.log", self.detached).start()
+        return self
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.process.alive():
+                raise ControlPlaneError(f"etcd exited during start; log {self.process.log_path}:\n"
+                                        f"{self.process.log_tail()}")
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=2) as resp:
+                    if b'"true"' in resp.read():
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.1)
+        raise ControlPlaneError(f"etcd not healthy after {timeout}s; log {self.process.log_path}")
+
+    def stop(self) -> None:
+        if self.process:
+            self.process.stop()
+
+
+@dataclass
+class KubeAPIServer:
+    binaries: Binaries
+    pki: Pki
+    etcd_url: str
+    folder: Path
+    name: str
+    address: str = "127.0.0.1"
+    hostname: str | None = None
+    detached: bool = False
+    extra_args: tuple[str, ...] = ()
+    port: int = 0
+    process: ManagedProcess | None = None
+
+    @property
+    def url(self) -> str:
+        return f"https://{self.address}:{self.port}"
+
+    def argv(self) -> list[str]:
+        argv = [str(self.binaries.kube_apiserver),
+                f"--etcd-servers={self.etcd_url}", "--etcd-prefix=/registry",
+                f"--secure-port={self.port}", f"--bind-address={self.address}",
+                f"--advertise-address={self.address}",
+                f"--cert-dir={self.folder / 'apiserver-certs'}",
+                f"--tls-cert-file={self.pki.serving_cert}", f"--tls-private-key-file={self.pki.serving_key}",
+                f"--client-ca-file={self.pki.ca_cert}",
+                f"--service-account-issuer=https://kubernetes.default.svc.{self.name}.local",
+                f"--service-account-key-file={self.pki.sa_key}",
+                f"--service-account-signing-key-file={self.pki.sa_key}",
+                "--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=RBAC",
+                "--disable-admission-plugins=ServiceAccount", "--allow-privileged=true",
+                # several apiservers share 127.0.0.1 here: no fight over the default/kubernetes endpoints
+                "--endpoint-reconciler-type=none",
+                *self.extra_args]
+        if self.hostname:
+            # the apiserver identity lease is keyed by hostname: two on one host need distinct ones
+            argv = ["unshare", "--uts", "sh", "-c", f'hostname {self.hostname} && exec "$@"', "kas", *argv]
+        return argv
+
+    def start(self) -> "KubeAPIServer":
+        self.port = self.port or free_port(self.address)
+        log = self.folder / "logs" / f"kube-apiserver-{self.address}-{self.port}.log"
+        self.process = ManagedProcess("kube-apiserver", self.argv(), log, self.detached).start()
+        return self
+
+    def ssl_context(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=str(self.pki.ca_cert))
+        ctx.load_cert_chain(str(self.pki.admin_cert), str(self.pki.admin_key))
+        return ctx
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
+        deadline = time.monotonic() + timeout
+        ctx = self.ssl_context()
+        last = ""
+        while time.monotonic() < deadline:
+            if not self.process.alive():
+                raise ControlPlaneError(f"kube-apiserver exited during start; log {self.process.log_path}:\n"
+                                        f"{self.process.log_tail()}")
+            try:
+                with urllib.request.urlopen(self.url + "/readyz", context=ctx, timeout=3) as resp:
+                    if resp.status == 200:
+                        return
+            except urllib.error.HTTPError as exc:
+                last = f"HTTP {exc.code}"
+            except (urllib.error.URLError, OSError) as exc:
+                last = str(exc)
+            time.sleep(0.25)
+        raise ControlPlaneError(f"kube-apiserver {self.url} not ready after {timeout}s ({last}); "
+                                f"log {self.process.log_path}")
+
+    def restart(self) -> None:
+        """Stop and start on the same port (fault injection: an apiserver restart mid-run)."""
+        self.process.stop()
+        self.start()
+        self.wait_ready()
+
+    def stop(self) -> None:
+        if self.process:
+            self.process.stop()
+
+
+def kubeconfig_entry(name: str, server: str, pki: Pki) -> tuple[dict, dict, dict]:
+    cluster = {"name": name, "cluster": {"server": server, "certificate-authority": str(pki.ca_cert)}}
+    user = {"name": f"{name}-admin",
+            "user": {"client-certificate": str(pki.admin_cert), "client-key": str(pki.admin_key)}}
+    context = {"name": name, "context": {"cluster": name, "user": f"{name}-admin"}}
+    return cluster, user, context
+
+
+def write_kubeconfig(path: Path, entries: list[tuple[dict, dict, dict]]) -> Path:
+    doc = {"apiVersion": "v1", "kind": "Config", "preferences": {},
+           "clusters": [e[0] for e in entries], "users": [e[1] for e in entries],
+           "contexts": [e[2] for e in entries], "current-context": entries[0][2]["name"]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    path.chmod(0o600)
+    return path
+
+
+@dataclass
+class Cluster:
+    """One etcd and one or more kube-apiservers sharing it (more than one = HA)."""
+    name: str
+    folder: Path
+    etcd: Etcd
+    apiservers: list[KubeAPIServer]
+    pki: Pki
+    kubeconfig: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.kubeconfig = self.folder / "kubeconfig"
+
+    @property
+    def apiserver(self) -> KubeAPIServer:
+        return self.apiservers[0]
+
+    @property
+    def context(self) -> str:
+        return self.name
+
+    @property
+    def server(self) -> str:
+        return self.apiserver.url
+
+    @property
+    def etcd_url(self) -> str:
+        return self.etcd.url
+
+    def contexts(self) -> list[str]:
+        if len(self.apiservers) == 1:
+            return [self.name]
+        return [f"{self.name}-{i}" for i in range(len(self.apiservers))]
+
+    def kubeconfig_entries(self) -> list[tuple[dict, dict, dict]]:
+        return [kubeconfig_entry(ctx, kas.url, self.pki) for ctx, kas in zip(self.contexts(), self.apiservers)]
+
+    def api_client(self, context: str | None = None):
+        """A `kubernetes` ApiClient as admin (system:masters), for test setup and assertions."""
+        from kubernetes import config
+        return config.new_client_from_config(config_file=str(self.kubeconfig), context=context or self.contexts()[0])
+
+    def pids(self) -> list[int]:
+        procs = [self.etcd.process] + [k.process for k in self.apiservers]
+        return [p.pid for p in procs if p and p.pid]
+
+    def ports(self) -> list[int]:
+        return [self.etcd.client_port] + [k.port for k in self.apiservers]
+
+    def stop(self) -> None:
+        for kas in self.apiservers:
+            kas.stop()
+        self.etcd.stop()
+
+    def describe(self) -> dict:
+        return {"name": self.name, "contexts": self.contexts(), "servers": [k.url for k in self.apiservers],
+                "etcd": self.etcd.url, "kubeconfig": str(self.kubeconfig), "pids": self.pids(),
+                "folder": str(self.folder)}
+
+
+def _launch(name: str, folder: Path, binaries: Binaries, apiservers: int, detached: bool,
+            extra_args: tuple[str, ...]) -> Cluster:
+    folder.mkdir(parents=True, exist_ok=True)
+    addresses = [f"127.0.0.{i + 1}" for i in range(apiservers)]
+    pki = ensure_pki(folder / "pki", extra_ips=tuple(addresses[1:]))
+    etcd = Etcd(binaries, folder, detached).start()
+    kas_list = [KubeAPIServer(binaries, pki, etcd.url, folder, name, address=addr,
+                              hostname=f"{name}-kas-{i}" if apiservers > 1 else None,
+                              detached=detached, extra_args=extra_args)
+                for i, addr in enumerate(addresses)]
+    cluster = Cluster(name, folder, etcd, kas_list, pki)
+    try:
+        etcd.wait_ready()
+        for kas in kas_list:
+            kas.start()
+        for kas in kas_list:
+            kas.wait_ready()
+    except BaseException:
+        cluster.stop()
+        raise
+    write_kubeconfig(cluster.kubeconfig, cluster.kubeconfig_entries())
+    return cluster
+
+
+def start_cluster(name: str, folder: Path, binaries: Binaries | None = None, detached: bool = False,
+                  extra_args: tuple[str, ...] = ()) -> Cluster:
+    return _launch(name, Path(folder), binaries or find_binaries(), 1, detached, extra_args)
+
+
+def start_ha_pair(name: str, folder: Path, binaries: Binaries | None = None, detached: bool = False,
+                  extra_args: tuple[str, ...] = ()) -> Cluster:
+    """Two apiservers (127.0.0.1 and 127.0.0.2, distinct hostnames) on one etcd and prefix."""
+    return _launch(name, Path(folder), binaries or find_binaries(), 2, detached, extra_args)
+
+
+HAPair = Cluster
+
+
+@dataclass
+class Fleet:
+    clusters: list[Cluster]
+    kubeconfig: Path
+
+    def stop(self) -> None:
+        for cluster in self.clusters:
+            cluster.stop()
+
+
+def start_fleet(count: int, folder: Path, binaries: Binaries | None = None, detached: bool = False,
+                prefix: str = "cluster") -> Fleet:
+    """N independent clusters (own etcd each) started side by side, one kubeconfig with N contexts."""
+    folder = Path(folder)
+    binaries = binaries or find_binaries()
+    names = [f"{prefix}-{chr(ord('a') + i)}" for i in range(count)]
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        futures = [pool.submit(_launch, n, folder / n, binaries, 1, detached, ()) for n in names]
+        clusters, errors = [], []
+        for fut in futures:
+            try:
+                clusters.append(fut.result())
+            except Exception as exc:  # keep going so that every started cluster is stopped below
+                errors.append(exc)
+    if errors:
+        for cluster in clusters:
+            cluster.stop()
+        raise errors[0]
+    entries = [e for c in clusters for e in c.kubeconfig_entries()]
+    kubeconfig = write_kubeconfig(folder / "kubeconfig", entries)
+    return Fleet(clusters, kubeconfig)
+
+
+def remove_folder(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def admin_kube(cluster: Cluster, index: int = 0):
+    """The raw test client as admin, against one of the cluster's apiservers."""
+    from .kube import Kube
+    return Kube(cluster.apiservers[index].url, cluster.pki.ca_cert, cluster.pki.admin_cert, cluster.pki.admin_key)

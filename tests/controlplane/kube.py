@@ -1,0 +1,138 @@
+"""A small raw-JSON Kubernetes client for test setup and assertions (not the product's client).
+
+Tests use it to build the situation (CRDs, objects, storage flips) so that what the collection does is
+checked by something independent of the collection's own code.
+"""
+from __future__ import annotations
+
+import json
+import time
+import urllib.parse
+from pathlib import Path
+
+import urllib3
+
+
+class KubeError(RuntimeError):
+    def __init__(self, method: str, path: str, status: int, body: dict | str):
+        self.status = status
+        self.body = body
+        message = body.get("message", body) if isinstance(body, dict) else body
+        self.message = str(message)
+        super().__init__(f"{method} {path} -> HTTP {status}: {self.message}")
+
+
+class Kube:
+    def __init__(self, server: str, ca_cert: Path, client_cert: Path | None = None,
+                 client_key: Path | None = None, token: str | None = None, maxsize: int = 16):
+        self.server = server.rstrip("/")
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.pool = urllib3.PoolManager(
+            maxsize=maxsize, cert_reqs="CERT_REQUIRED", ca_certs=str(ca_cert),
+            cert_file=str(client_cert) if client_cert else None,
+            key_file=str(client_key) if client_key else None,
+            retries=False, timeout=urllib3.Timeout(connect=5, read=60))
+
+    def request(self, method: str, path: str, body=None, content_type: str = "application/json",
+                query: dict | None = None, ok=(200, 201, 202)) -> dict:
+        url = self.server + path
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        headers = dict(self.headers, Accept="application/json")
+        data = None
+        if body is not None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+            headers["Content-Type"] = content_type
+        resp = self.pool.request(method, url, body=data, headers=headers)
+        try:
+            parsed = json.loads(resp.data) if resp.data else {}
+        except ValueError:
+            parsed = resp.data.decode(errors="replace")
+        if resp.status not in ok:
+            raise KubeError(method, path, resp.status, parsed)
+        return parsed
+
+    def get(self, path: str, **query) -> dict:
+        return self.request("GET", path, query=query or None)
+
+    def post(self, path: str, body) -> dict:
+        return self.request("POST", path, body)
+
+    def put(self, path: str, body) -> dict:
+        return self.request("PUT", path, body)
+
+    def merge_patch(self, path: str, body) -> dict:
+        return self.request("PATCH", path, body, "application/merge-patch+json")
+
+    def delete(self, path: str) -> dict:
+        return self.request("DELETE", path)
+
+    # --- conveniences -------------------------------------------------------------------------
+    def ensure_namespace(self, name: str) -> None:
+        try:
+            self.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        except KubeError as exc:
+            if exc.status != 409:
+                raise
+
+    def crd_path(self, name: str) -> str:
+        return f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
+
+    def get_crd(self, name: str) -> dict:
+        return self.get(self.crd_path(name))
+
+    def apply_crd(self, crd: dict, timeout: float = 30.0) -> dict:
+        """Create or replace a CRD, then wait until it is Established and its storage is in effect."""
+        name = crd["metadata"]["name"]
+        try:
+            current = self.get_crd(name)
+            body = json.loads(json.dumps(crd))
+            body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            self.put(self.crd_path(name), body)
+        except KubeError as exc:
+            if exc.status != 404:
+                raise
+            self.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+        return self.wait_established(name, timeout)
+
+    def wait_established(self, name: str, timeout: float = 30.0) -> dict:
+        deadline = time.monotonic() + timeout
+        while True:
+            crd = self.get_crd(name)
+            conditions = {c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])}
+            if conditions.get("Established") == "True":
+                return crd
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"CRD {name} not Established: {conditions}")
+            time.sleep(0.1)
+
+    def delete_crd(self, name: str) -> None:
+        try:
+            self.delete(self.crd_path(name))
+        except KubeError as exc:
+            if exc.status != 404:
+                raise
+
+
+def objects_path(group: str, version: str, plural: str, namespace: str | None = None, name: str | None = None) -> str:
+    path = f"/apis/{group}/{version}"
+    if namespace:
+        path += f"/namespaces/{namespace}"
+    path += f"/{plural}"
+    if name:
+        path += f"/{name}"
+    return path
+
+
+def make_crd(group: str, plural: str, kind: str, versions: list[tuple[str, bool, bool]],
+             scope: str = "Namespaced", labels: dict | None = None) -> dict:
+    """A CRD whose versions are (name, served, storage); schemas accept any fields."""
+    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}", "labels": labels or {}},
+        "spec": {"group": group, "scope": scope,
+                 "names": {"plural": plural, "singular": kind.lower(), "kind": kind, "listKind": f"{kind}List"},
+                 "versions": [{"name": v, "served": served, "storage": storage, "schema": schema}
+                              for v, served, storage in versions]},
+    }

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Run every test of the project: unit + proof tests (pytest, real control plane), sanity, lint,
+# changelog/docs checks and molecule scenarios. Exits non-zero if any part fails, and says which.
+set -uo pipefail
+source "$(dirname "$0")/env.sh"
+cd "$REPO_ROOT"
+
+failed=()
+run() {
+  local name="$1"; shift
+  echo; echo "=================== $name: $*"
+  local t0=$(date +%s)
+  if "$@"; then echo "=== $name passed in $(( $(date +%s) - t0 ))s"; else echo "=== $name FAILED"; failed+=("$name"); fi
+}
+
+run pytest python -m pytest tests/unit tests/integration -p no:cacheprovider -q -rfE --timeout=900
+[[ -x tests/sanity/run.sh ]] && run sanity tests/sanity/run.sh
+[[ -x tests/sanity/lint.sh ]] && run lint tests/sanity/lint.sh
+[[ -d extensions/molecule ]] && run molecule tools/molecule.sh
+
+if (( ${#failed[@]} )); then
+  echo; echo "FAILED parts: ${failed[*]}"; exit 1
+fi
+echo; echo "all test parts passed"
