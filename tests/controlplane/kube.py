@@ -43,7 +43,13 @@ class Kube:
         if body is not None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
             headers["Content-Type"] = content_type
-        resp = self.pool.request(method, url, body=data, headers=headers)
+        deadline = time.monotonic() + 60
+        while True:
+            resp = self.pool.request(method, url, body=data, headers=headers)
+            # 429 right after a CRD change: "storage is (re)initializing" while the watch cache refills
+            if resp.status != 429 or time.monotonic() > deadline:
+                break
+            time.sleep(min(float(resp.headers.get("Retry-After", "1")), 1.0))
         try:
             parsed = json.loads(resp.data) if resp.data else {}
         except ValueError:
@@ -93,13 +99,26 @@ class Kube:
             if exc.status != 404:
                 raise
             self.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
-        return self.wait_established(name, timeout)
+        established = self.wait_established(name, timeout)
+        # the new storage is in use once a list at the storage version is served (429 is retried)
+        spec = established["spec"]
+        storage = next(v["name"] for v in spec["versions"] if v["storage"])
+        path = objects_path(spec["group"], storage, spec["names"]["plural"])
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.get(path, limit=1)
+                return established
+            except KubeError as exc:  # 404 "page not found" until the handler for a new version is up
+                if exc.status != 404 or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
 
     def wait_established(self, name: str, timeout: float = 30.0) -> dict:
         deadline = time.monotonic() + timeout
         while True:
             crd = self.get_crd(name)
-            conditions = {c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])}
+            conditions = {c["type"]: c["status"] for c in (crd.get("status") or {}).get("conditions") or []}
             if conditions.get("Established") == "True":
                 return crd
             if time.monotonic() > deadline:
