@@ -1,0 +1,34 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# PRIVATE: for internal use by crdops.migration only; may change in any release
+
+from __future__ import annotations
+
+
+class ModuleDocFragment(object):
+
+    # Descriptions only; each module states its support level.
+    DOCUMENTATION = r'''
+options: {}
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in diff_mode), when in diff mode.
+  idempotent:
+    description:
+      - When run twice in a row outside check mode, with the same arguments, the second invocation
+        indicates no change.
+'''
+
+    ACTIONGROUP_CRDOPS = r'''
+options: {}
+attributes:
+  action_group:
+    description: Use C(group/crdops.migration.crdops) in C(module_defaults) to set defaults for this module.
+    support: full
+    membership:
+      - crdops.migration.crdops
+'''

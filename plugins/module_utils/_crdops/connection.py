@@ -1,0 +1,202 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# PRIVATE: for internal use by crdops.migration only; may change in any release
+"""Build a transport from kubernetes.core-style connection options.
+
+Same precedence as kubernetes.core (plugins/module_utils/k8s/client.py): explicit host + api_key,
+host + username + password or host + client cert + key skip the kubeconfig; otherwise a given
+kubeconfig/context is loaded; otherwise in-cluster config, then ~/.kube/config. Explicit options
+then override what the kubeconfig gave. Environment variables are the caller's job (Ansible
+``env_fallback`` in the glue).
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Tuple
+
+from .errors import BadInputError, ConnectionFailed
+from .transport import HttpTransport, RateLimiter, RetryPolicy
+
+try:
+    import kubernetes  # noqa: F401  (imported for the version check by callers)
+    from kubernetes import client as _k8s_client
+    from kubernetes import config as _k8s_config
+
+    HAS_KUBERNETES = True
+    KUBERNETES_IMPORT_ERROR = None  # type: Optional[str]
+except ImportError as _exc:  # pragma: no cover - depends on the environment
+    HAS_KUBERNETES = False
+    KUBERNETES_IMPORT_ERROR = str(_exc)
+
+
+@dataclass(frozen=True)
+class ConnectionOptions(object):
+    kubeconfig: Any = field(default=None, repr=False)  # path (str) or dict; may hold secrets
+    context: Optional[str] = None
+    host: Optional[str] = None
+    api_key: Optional[str] = field(default=None, repr=False)
+    username: Optional[str] = None
+    password: Optional[str] = field(default=None, repr=False)
+    validate_certs: Optional[bool] = None
+    ca_cert: Optional[str] = None
+    client_cert: Optional[str] = None
+    client_key: Optional[str] = field(default=None, repr=False)
+    proxy: Optional[str] = None
+    no_proxy: Optional[str] = None
+    proxy_headers: Optional[Dict[str, Optional[str]]] = field(default=None, repr=False)
+    persist_config: Optional[bool] = None
+    impersonate_user: Optional[str] = None
+    impersonate_groups: Tuple[str, ...] = ()
+
+    def skips_kubeconfig(self) -> bool:
+        if not self.host:
+            return False
+        return bool(
+            self.api_key
+            or (self.username and self.password)
+            or (self.client_cert and self.client_key)
+        )
+
+    def cluster_label(self) -> str:
+        """A secret-free name for the cluster, for messages: context, else host, else kubeconfig."""
+        if self.context:
+            return self.context
+        if self.host:
+            return self.host
+        if isinstance(self.kubeconfig, str):
+            return "kubeconfig %s (current context)" % self.kubeconfig
+        if isinstance(self.kubeconfig, dict):
+            ctx = self.kubeconfig.get("current-context")
+            return str(ctx) if ctx else "kubeconfig dict"
+        return "default kubeconfig"
+
+
+def build_configuration(options: ConnectionOptions) -> Any:
+    """Return a ``kubernetes.client.Configuration`` (requires the kubernetes library)."""
+    if not HAS_KUBERNETES:
+        raise ConnectionFailed("the kubernetes Python library is required: %s" % KUBERNETES_IMPORT_ERROR)
+    label = options.cluster_label()
+    configuration = _k8s_client.Configuration()
+    persist = bool(options.persist_config)
+    try:
+        if not options.skips_kubeconfig():
+            if isinstance(options.kubeconfig, dict):
+                _k8s_config.load_kube_config_from_dict(
+                    options.kubeconfig, context=options.context,
+                    client_configuration=configuration, persist_config=persist)
+            elif options.kubeconfig or options.context:
+                _k8s_config.load_kube_config(
+                    config_file=options.kubeconfig, context=options.context,
+                    client_configuration=configuration, persist_config=persist)
+            else:
+                try:
+                    _k8s_config.load_incluster_config(client_configuration=configuration)
+                except _k8s_config.ConfigException:
+                    _k8s_config.load_kube_config(client_configuration=configuration, persist_config=persist)
+    except Exception as exc:  # ConfigException, IOError, yaml errors
+        # Messages from the kubeconfig loader name files and contexts, never token values.
+        raise ConnectionFailed("cannot load kubeconfig", cluster=label,
+                               api_message="%s: %s" % (type(exc).__name__, str(exc)[:300]))
+    if options.host:
+        configuration.host = options.host.rstrip("/")
+    if options.api_key:
+        configuration.api_key = {"authorization": "Bearer %s" % options.api_key}
+        configuration.api_key_prefix = {}
+        configuration.refresh_api_key_hook = None
+    if options.username:
+        configuration.username = options.username
+    if options.password:
+        configuration.password = options.password
+    if options.validate_certs is not None:
+        configuration.verify_ssl = options.validate_certs
+    if options.ca_cert:
+        configuration.ssl_ca_cert = options.ca_cert
+    if options.client_cert:
+        configuration.cert_file = options.client_cert
+    if options.client_key:
+        configuration.key_file = options.client_key
+    if options.proxy:
+        configuration.proxy = options.proxy
+    if options.no_proxy:
+        configuration.no_proxy = options.no_proxy
+    if options.proxy_headers:
+        from urllib3.util import make_headers
+
+        ph = options.proxy_headers
+        configuration.proxy_headers = make_headers(
+            proxy_basic_auth=ph.get("proxy_basic_auth"),
+            basic_auth=ph.get("basic_auth"),
+            user_agent=ph.get("user_agent"),
+        )
+    if not configuration.host:
+        raise BadInputError("no apiserver host: set host or a kubeconfig", cluster=label)
+    return configuration
+
+
+def _auth_header_fn(configuration: Any):
+    def auth_header() -> Optional[str]:
+        # auth_settings() runs refresh_api_key_hook (exec plugins / OIDC refresh) when set.
+        settings = configuration.auth_settings()
+        bearer = settings.get("BearerToken")
+        if bearer and bearer.get("value"):
+            value = str(bearer["value"])
+            return value if " " in value else "Bearer %s" % value
+        if configuration.username and configuration.password:
+            raw = ("%s:%s" % (configuration.username, configuration.password)).encode("utf-8")
+            return "Basic %s" % base64.b64encode(raw).decode("ascii")
+        return None
+
+    return auth_header
+
+
+def connect(
+    options: ConnectionOptions,
+    *,
+    cluster_label: Optional[str] = None,
+    pool_size: int = 10,
+    retry_deadline: float = 120.0,
+    max_qps: Optional[float] = None,
+    timeout: float = 60.0,
+) -> HttpTransport:
+    """Build ONE pooled transport for a cluster. ``pool_size`` should be >= worker threads."""
+    if pool_size <= 0:
+        raise BadInputError("pool_size must be > 0")
+    label = cluster_label or options.cluster_label()
+    configuration = build_configuration(options)
+    configuration.connection_pool_maxsize = max(pool_size, 1)
+    try:
+        api_client = _k8s_client.ApiClient(configuration)
+        pool = api_client.rest_client.pool_manager
+    except Exception as exc:
+        raise ConnectionFailed("cannot build HTTP client", cluster=label,
+                               api_message="%s: %s" % (type(exc).__name__, str(exc)[:300]))
+    from urllib3._collections import HTTPHeaderDict
+
+    headers = HTTPHeaderDict()
+    headers["User-Agent"] = "crdops.migration"
+    if options.impersonate_user:
+        headers["Impersonate-User"] = options.impersonate_user
+    for group in options.impersonate_groups or ():
+        headers.add("Impersonate-Group", group)
+
+    def _close() -> None:
+        try:
+            api_client.close()
+        except Exception:  # pragma: no cover - best effort
+            pass
+
+    return HttpTransport(
+        pool,
+        configuration.host,
+        cluster_label=label,
+        headers=headers,
+        auth_header=_auth_header_fn(configuration),
+        retry=RetryPolicy(deadline=retry_deadline),
+        rate_limiter=RateLimiter(max_qps) if max_qps else None,
+        timeout=timeout,
+        on_close=_close,
+    )

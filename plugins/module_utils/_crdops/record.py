@@ -1,0 +1,185 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# PRIVATE: for internal use by crdops.migration only; may change in any release
+"""The durable migration record and the resume checkpoint, both annotations on the CRD.
+
+The record is the only thing that authorises a storedVersions trim. It is written only after a
+complete pass with zero failures, and only when the CRD's storage version and generation are still
+those seen when the pass started (re-read, then merge-patched with ``metadata.resourceVersion`` as
+an optimistic lock).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Tuple
+
+from .crd import Crd, crd_path
+from .errors import ConflictError, CrdOpsError, RecordError
+from .transport import MERGE_PATCH, Transport, dumps, error_from_response
+
+RECORD_ANNOTATION = "migration.crdops.io/storage-migration"
+CHECKPOINT_ANNOTATION = "migration.crdops.io/storage-migration-checkpoint"
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@dataclass(frozen=True)
+class MigrationRecord(object):
+    storage_version: str
+    generation: int
+    started_at: str
+    completed_at: str
+    listed: int = 0
+    rewritten: int = 0
+    unchanged: int = 0
+    gone: int = 0
+    failed: int = 0
+
+    def to_annotation(self) -> str:
+        return json.dumps({
+            "storageVersion": self.storage_version, "generation": self.generation,
+            "startedAt": self.started_at, "completedAt": self.completed_at,
+            "listed": self.listed, "rewritten": self.rewritten, "unchanged": self.unchanged,
+            "gone": self.gone, "failed": self.failed,
+        }, separators=(",", ":"), sort_keys=True)
+
+    @classmethod
+    def from_annotation(cls, text: str) -> "MigrationRecord":
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("record is not a JSON object")
+        return cls(
+            storage_version=str(data["storageVersion"]), generation=int(data["generation"]),
+            started_at=str(data.get("startedAt", "")), completed_at=str(data.get("completedAt", "")),
+            listed=int(data.get("listed", 0)), rewritten=int(data.get("rewritten", 0)),
+            unchanged=int(data.get("unchanged", 0)), gone=int(data.get("gone", 0)),
+            failed=int(data.get("failed", 0)),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json.loads(self.to_annotation())
+
+
+@dataclass(frozen=True)
+class RecordValidation(object):
+    ok: bool
+    reason: str
+    record: Optional[MigrationRecord] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        out = dict(self.record.to_dict()) if self.record else {}
+        out.update({"valid": self.ok, "reason": self.reason, "present": self.record is not None})
+        return out
+
+
+def validate_record(crd: Crd) -> RecordValidation:
+    """Is there a record proving a complete, failure-free pass at the current storage version
+    and generation? A stale record (storage version or generation differs) never authorises a trim."""
+    text = crd.annotations.get(RECORD_ANNOTATION)
+    if not text:
+        return RecordValidation(False, "missing: no %s annotation on the CRD" % RECORD_ANNOTATION)
+    try:
+        record = MigrationRecord.from_annotation(text)
+    except (ValueError, KeyError, TypeError) as exc:
+        return RecordValidation(False, "unreadable: %s annotation is not a valid record (%s)"
+                                % (RECORD_ANNOTATION, exc))
+    if record.storage_version != crd.storage_version:
+        return RecordValidation(False, "stale: record is for storage version %s, the CRD's storage version is %s"
+                                % (record.storage_version, crd.storage_version), record)
+    if record.generation != crd.generation:
+        return RecordValidation(False, "stale: record is for CRD generation %d, the CRD's generation is %d"
+                                % (record.generation, crd.generation), record)
+    if record.failed:
+        return RecordValidation(False, "record reports %d failed objects" % record.failed, record)
+    return RecordValidation(True, "valid: complete pass at storage version %s, generation %d, completed %s"
+                            % (record.storage_version, record.generation, record.completed_at), record)
+
+
+@dataclass(frozen=True)
+class Checkpoint(object):
+    storage_version: str
+    generation: int
+    last: str  # key ("ns/name" or "name") of the last object of the last clean page, in list order
+    started_at: str
+
+    def to_annotation(self) -> str:
+        return json.dumps({"storageVersion": self.storage_version, "generation": self.generation,
+                           "last": self.last, "startedAt": self.started_at},
+                          separators=(",", ":"), sort_keys=True)
+
+
+def read_checkpoint(crd: Crd) -> Tuple[Optional[Checkpoint], Optional[str]]:
+    """Return (checkpoint, None) when a usable checkpoint exists, else (None, why-not or None)."""
+    text = crd.annotations.get(CHECKPOINT_ANNOTATION)
+    if not text:
+        return None, None
+    try:
+        data = json.loads(text)
+        ckpt = Checkpoint(str(data["storageVersion"]), int(data["generation"]), str(data["last"]),
+                          str(data.get("startedAt", "")))
+    except (ValueError, KeyError, TypeError):
+        return None, "checkpoint ignored: unreadable"
+    if ckpt.storage_version != crd.storage_version or ckpt.generation != crd.generation:
+        return None, ("checkpoint ignored: stale (storage version %s generation %d, CRD has %s generation %d)"
+                      % (ckpt.storage_version, ckpt.generation, crd.storage_version, crd.generation))
+    return ckpt, None
+
+
+def _patch_annotations(transport: Transport, crd_name: str, annotations: Dict[str, Optional[str]],
+                       resource_version: Optional[str] = None) -> Dict[str, Any]:
+    meta = {"annotations": annotations}  # type: Dict[str, Any]
+    if resource_version:
+        meta["resourceVersion"] = resource_version
+    resp = transport.request("PATCH", crd_path(crd_name), body=dumps({"metadata": meta}),
+                             content_type=MERGE_PATCH)
+    if not resp.ok:
+        raise error_from_response(resp, "PATCH CRD annotations", cluster=transport.cluster_label, crd=crd_name)
+    return resp.json()
+
+
+def write_checkpoint(transport: Transport, crd_name: str, checkpoint: Checkpoint) -> None:
+    _patch_annotations(transport, crd_name, {CHECKPOINT_ANNOTATION: checkpoint.to_annotation()})
+
+
+def clear_checkpoint(transport: Transport, crd_name: str) -> None:
+    _patch_annotations(transport, crd_name, {CHECKPOINT_ANNOTATION: None})
+
+
+def write_record(transport: Transport, started: Crd, record: MigrationRecord, attempts: int = 3) -> Crd:
+    """Write ``record`` (and drop the checkpoint) if the CRD's storage version and generation are
+    still those of ``started``; optimistic-locked on resourceVersion, re-checked on conflict."""
+    from .selection import get_crd
+
+    cluster = transport.cluster_label
+    if record.failed:
+        raise RecordError("refusing to record a pass with %d failures" % record.failed, cluster=cluster,
+                          crd=started.name)
+    last_error = None  # type: Optional[CrdOpsError]
+    for _ in range(max(1, attempts)):
+        current = get_crd(transport, started.name)
+        if current.storage_version != started.storage_version or current.generation != started.generation:
+            raise RecordError(
+                "CRD changed during the pass (storage version %s -> %s, generation %d -> %d); "
+                "record not written, run the migration again"
+                % (started.storage_version, current.storage_version, started.generation, current.generation),
+                cluster=cluster, crd=started.name)
+        if record.storage_version != current.storage_version or record.generation != current.generation:
+            raise RecordError("record does not match the CRD", cluster=cluster, crd=started.name)
+        try:
+            body = _patch_annotations(
+                transport, started.name,
+                {RECORD_ANNOTATION: record.to_annotation(), CHECKPOINT_ANNOTATION: None},
+                resource_version=current.resource_version)
+            return Crd.from_api(body)
+        except ConflictError as exc:
+            last_error = exc
+            continue
+    assert last_error is not None
+    raise last_error

@@ -1,0 +1,360 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# PRIVATE: for internal use by crdops.migration only; may change in any release
+"""HTTP transport: raw JSON over one pooled urllib3 connection set, retries, throttling, QPS cap.
+
+The hot path never touches the generated ``kubernetes`` models. Tests use any object that
+satisfies :class:`Transport` (see ``tests/unit``).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+
+try:
+    from typing import Protocol
+except ImportError:  # pragma: no cover - Python < 3.8
+    Protocol = object  # type: ignore[assignment,misc]
+
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - exercised when orjson is absent
+    _orjson = None
+
+from .errors import (
+    AdmissionRejected,
+    ApiError,
+    ConflictError,
+    ConnectionFailed,
+    ConversionWebhookError,
+    CrdOpsError,
+    NotFoundError,
+    PermissionDenied,
+)
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+ACCEPT_PARTIAL_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+ACCEPT_PARTIAL = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+
+
+def loads(data: bytes) -> Any:
+    if _orjson is not None:
+        return _orjson.loads(data)
+    return json.loads(data)
+
+
+def dumps(obj: Any) -> bytes:
+    if _orjson is not None:
+        return _orjson.dumps(obj)
+    return json.dumps(obj, separators=(",", ":")).encode("utf-8")
+
+
+class ApiResponse(object):
+    __slots__ = ("status", "headers", "data")
+
+    def __init__(self, status: int, headers: Optional[Mapping[str, str]] = None, data: bytes = b"") -> None:
+        self.status = status
+        self.headers = dict(headers or {})
+        self.data = data
+
+    def __repr__(self) -> str:
+        return "ApiResponse(status=%d, %d bytes)" % (self.status, len(self.data))
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    def json(self) -> Any:
+        if not self.data:
+            return {}
+        return loads(self.data)
+
+    def header(self, name: str) -> Optional[str]:
+        lname = name.lower()
+        for k, v in self.headers.items():
+            if k.lower() == lname:
+                return v
+        return None
+
+    def status_body(self) -> Dict[str, Any]:
+        """The ``metav1.Status`` body, or ``{}`` when the body is not JSON."""
+        try:
+            body = self.json()
+        except ValueError:
+            return {}
+        return body if isinstance(body, dict) else {}
+
+    def api_message(self) -> str:
+        body = self.status_body()
+        msg = body.get("message")
+        if msg:
+            return str(msg)
+        text = self.data[:500].decode("utf-8", "replace").strip()
+        return text or "no message"
+
+    def api_reason(self) -> Optional[str]:
+        reason = self.status_body().get("reason")
+        return str(reason) if reason else None
+
+
+def is_conversion_webhook_failure(resp: ApiResponse) -> bool:
+    return resp.status >= 400 and "conversion webhook" in resp.api_message().lower()
+
+
+def error_from_response(
+    resp: ApiResponse,
+    what: str,
+    *,
+    cluster: Optional[str] = None,
+    crd: Optional[str] = None,
+    obj: Optional[str] = None,
+) -> CrdOpsError:
+    """Map a failed response to the right exception class (with the API's own message)."""
+    status = resp.status
+    msg = resp.api_message()
+    reason = resp.api_reason()
+    kw = dict(cluster=cluster, crd=crd, obj=obj, status=status, api_message=msg, reason=reason)
+    if is_conversion_webhook_failure(resp):
+        return ConversionWebhookError("%s failed: conversion webhook error" % what, **kw)
+    if status == 401:
+        return ConnectionFailed("%s failed: not authenticated" % what, **kw)
+    if status == 403:
+        return PermissionDenied("%s failed: permission denied" % what, **kw)
+    if status == 404:
+        return NotFoundError("%s failed: not found" % what, **kw)
+    if status == 409:
+        return ConflictError("%s failed: conflict" % what, **kw)
+    if status in (400, 422) or "admission webhook" in msg.lower() or "denied the request" in msg.lower():
+        return AdmissionRejected("%s rejected" % what, **kw)
+    return ApiError("%s failed" % what, **kw)
+
+
+class Transport(Protocol):
+    """What the engine needs from a connection."""
+
+    cluster_label: str
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Optional[Sequence[Tuple[str, str]]] = None,
+        body: Optional[bytes] = None,
+        content_type: Optional[str] = None,
+        accept: Optional[str] = None,
+    ) -> ApiResponse:
+        ...  # pragma: no cover
+
+
+class RetryPolicy(object):
+    """Retry rules. ``deadline`` bounds the total time spent on one request."""
+
+    RETRY_AFTER_STATUSES = (429, 503)
+    BACKOFF_STATUSES = (500, 502, 504)
+
+    def __init__(self, deadline: float = 120.0, base_delay: float = 0.2, max_delay: float = 10.0,
+                 max_retry_after: float = 60.0) -> None:
+        if deadline < 0:
+            raise ValueError("retry deadline must be >= 0")
+        self.deadline = float(deadline)
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self.max_retry_after = max_retry_after
+
+    def backoff(self, attempt: int, rng: Callable[[], float] = random.random) -> float:
+        cap = min(self.max_delay, self.base_delay * (2 ** attempt))
+        return cap / 2.0 + rng() * cap / 2.0  # "equal jitter"
+
+
+class RateLimiter(object):
+    """Token bucket shared by all threads of one transport."""
+
+    def __init__(self, qps: float, burst: Optional[int] = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        if qps <= 0:
+            raise ValueError("max_qps must be > 0")
+        self.qps = float(qps)
+        self.capacity = float(burst if burst is not None else max(1, int(qps)))
+        self._tokens = self.capacity
+        self._clock = clock
+        self._sleep = sleep
+        self._last = clock()
+        self._lock = threading.Lock()
+
+    def acquire(self) -> None:
+        while True:
+            with self._lock:
+                now = self._clock()
+                self._tokens = min(self.capacity, self._tokens + (now - self._last) * self.qps)
+                self._last = now
+                if self._tokens >= 1.0:
+                    self._tokens -= 1.0
+                    return
+                wait = (1.0 - self._tokens) / self.qps
+            self._sleep(wait)
+
+
+class TransportStats(object):
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.requests = 0
+        self.throttled = 0
+        self.retries = 0
+
+    def add(self, requests: int = 0, throttled: int = 0, retries: int = 0) -> None:
+        with self._lock:
+            self.requests += requests
+            self.throttled += throttled
+            self.retries += retries
+
+    def snapshot(self) -> Dict[str, int]:
+        with self._lock:
+            return {"requests": self.requests, "throttled": self.throttled, "retries": self.retries}
+
+
+def _parse_retry_after(value: Optional[str]) -> Optional[float]:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None  # HTTP-date form: fall back to backoff
+
+
+class HttpTransport(object):
+    """Thread-safe transport over a urllib3 ``PoolManager`` (or anything with its ``request``)."""
+
+    def __init__(
+        self,
+        pool: Any,
+        base_url: str,
+        *,
+        cluster_label: str,
+        headers: Optional[Any] = None,
+        auth_header: Optional[Callable[[], Optional[str]]] = None,
+        retry: Optional[RetryPolicy] = None,
+        rate_limiter: Optional[RateLimiter] = None,
+        timeout: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: Callable[[], float] = random.random,
+        on_close: Optional[Callable[[], None]] = None,
+    ) -> None:
+        self._pool = pool
+        self.base_url = base_url.rstrip("/")
+        self.cluster_label = cluster_label
+        self._headers = headers  # may be an HTTPHeaderDict (repeated Impersonate-Group)
+        self._auth_header = auth_header
+        self.retry = retry or RetryPolicy()
+        self.rate_limiter = rate_limiter
+        self.timeout = timeout
+        self._clock = clock
+        self._sleep = sleep
+        self._rng = rng
+        self._on_close = on_close
+        self.stats = TransportStats()
+
+    def __repr__(self) -> str:
+        return "HttpTransport(cluster=%r, base_url=%r)" % (self.cluster_label, self.base_url)
+
+    def close(self) -> None:
+        if self._on_close is not None:
+            self._on_close()
+        else:
+            clear = getattr(self._pool, "clear", None)
+            if clear is not None:
+                clear()
+
+    def _build_headers(self, content_type: Optional[str], accept: Optional[str]) -> Any:
+        if self._headers is not None:
+            headers = self._headers.copy()
+        else:
+            headers = {}
+        headers["Accept"] = accept or JSON
+        if content_type:
+            headers["Content-Type"] = content_type
+        if self._auth_header is not None:
+            value = self._auth_header()
+            if value:
+                headers["Authorization"] = value
+        return headers
+
+    def _url(self, path: str, query: Optional[Sequence[Tuple[str, str]]]) -> str:
+        url = self.base_url + path
+        if query:
+            from urllib.parse import urlencode
+
+            url += "?" + urlencode(list(query))
+        return url
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Optional[Sequence[Tuple[str, str]]] = None,
+        body: Optional[bytes] = None,
+        content_type: Optional[str] = None,
+        accept: Optional[str] = None,
+    ) -> ApiResponse:
+        url = self._url(path, query)
+        start = self._clock()
+        deadline = start + self.retry.deadline
+        attempt = 0
+        while True:
+            if self.rate_limiter is not None:
+                self.rate_limiter.acquire()
+            headers = self._build_headers(content_type, accept)
+            self.stats.add(requests=1)
+            try:
+                raw = self._pool.request(
+                    method, url, body=body, headers=headers, retries=False,
+                    timeout=self.timeout, preload_content=True, redirect=False,
+                )
+            except Exception as exc:  # urllib3.exceptions.HTTPError and socket errors
+                name = type(exc).__name__
+                # Never echo the exception text blindly: urllib3 messages contain the URL only,
+                # but keep it short and free of headers.
+                detail = "%s: %s" % (name, str(exc)[:300])
+                if "SSL" in name or "Certificate" in name:
+                    raise ConnectionFailed("%s %s: TLS error" % (method, path), cluster=self.cluster_label,
+                                           api_message=detail)
+                now = self._clock()
+                delay = self.retry.backoff(attempt, self._rng)
+                if now + delay > deadline:
+                    raise ConnectionFailed(
+                        "%s %s: connection failed after %d attempts / %.1fs" % (method, path, attempt + 1, now - start),
+                        cluster=self.cluster_label, api_message=detail)
+                self.stats.add(retries=1)
+                attempt += 1
+                self._sleep(delay)
+                continue
+            resp = ApiResponse(raw.status, dict(raw.headers.items()) if hasattr(raw.headers, "items") else {},
+                               raw.data or b"")
+            status = resp.status
+            delay = None  # type: Optional[float]
+            if status in RetryPolicy.RETRY_AFTER_STATUSES:
+                self.stats.add(throttled=1)
+                retry_after = _parse_retry_after(resp.header("Retry-After"))
+                if retry_after is not None:
+                    delay = min(retry_after, self.retry.max_retry_after)
+                else:
+                    delay = self.retry.backoff(attempt, self._rng)
+            elif status in RetryPolicy.BACKOFF_STATUSES and not is_conversion_webhook_failure(resp):
+                delay = self.retry.backoff(attempt, self._rng)
+            if delay is None:
+                return resp
+            if self._clock() + delay > deadline:
+                return resp  # caller sees the last failure
+            self.stats.add(retries=1)
+            attempt += 1
+            self._sleep(delay)

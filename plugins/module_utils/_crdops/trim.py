@@ -1,0 +1,101 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# PRIVATE: for internal use by crdops.migration only; may change in any release
+"""Trim ``status.storedVersions`` — only with proof, never the storage version, optimistic-locked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
+
+from .crd import Crd, crd_path
+from .errors import ConflictError, NotFoundError, RecordError, RefusalError
+from .record import RecordValidation, validate_record
+from .transport import MERGE_PATCH, Transport, dumps, error_from_response
+
+
+@dataclass
+class TrimResult(object):
+    name: str
+    storage_version: Optional[str]
+    before: List[str]
+    after: List[str]
+    changed: bool
+    record: Dict[str, Any] = field(default_factory=dict)
+    forced: bool = False
+    check_mode: bool = False
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"name": self.name, "storage_version": self.storage_version,
+                "stored_versions_before": list(self.before), "stored_versions_after": list(self.after),
+                "changed": self.changed, "migration_record": dict(self.record), "forced": self.forced,
+                "check_mode": self.check_mode}
+
+    def diff(self) -> Dict[str, Any]:
+        return {"before": {"storedVersions": list(self.before)}, "after": {"storedVersions": list(self.after)},
+                "before_header": "%s status" % self.name, "after_header": "%s status" % self.name}
+
+
+def compute_stored_versions(crd: Crd, drop: Optional[Sequence[str]] = None) -> List[str]:
+    """New storedVersions: ``[storage]``, or current minus ``drop`` (storage version always kept)."""
+    storage = crd.storage_version
+    if not storage:
+        raise RefusalError("CRD has no storage version", crd=crd.name)
+    if drop:
+        if storage in drop:
+            raise RefusalError("refusing to drop the storage version %s from status.storedVersions" % storage,
+                               crd=crd.name)
+        new = [v for v in crd.stored_versions if v not in drop]
+        if storage not in new:
+            new.append(storage)
+        return new
+    return [storage]
+
+
+def trim_stored_versions(
+    transport: Transport,
+    crd_name: str,
+    *,
+    versions: Optional[Sequence[str]] = None,
+    force: bool = False,
+    check_mode: bool = False,
+) -> TrimResult:
+    cluster = transport.cluster_label
+    resp = transport.request("GET", crd_path(crd_name))
+    if resp.status == 404:
+        raise NotFoundError("refusing to trim: CRD not found", cluster=cluster, crd=crd_name, status=404,
+                            api_message=resp.api_message())
+    if not resp.ok:
+        raise error_from_response(resp, "GET CRD", cluster=cluster, crd=crd_name)
+    crd = Crd.from_api(resp.json())
+    try:
+        after = compute_stored_versions(crd, versions)
+    except RefusalError as exc:
+        raise exc.with_context(cluster=cluster)
+    before = list(crd.stored_versions)
+    validation = validate_record(crd)  # type: RecordValidation
+    result = TrimResult(name=crd.name, storage_version=crd.storage_version, before=before, after=after,
+                        changed=False, record=validation.to_dict(), check_mode=check_mode)
+    if after == before:
+        return result
+    if not validation.ok:
+        if not force:
+            raise RecordError(
+                "refusing to trim status.storedVersions %s -> %s: migration record %s"
+                % (before, after, validation.reason), cluster=cluster, crd=crd.name)
+        result.forced = True
+    result.changed = True
+    if check_mode:
+        return result
+    body = {"metadata": {"resourceVersion": crd.resource_version}, "status": {"storedVersions": after}}
+    resp = transport.request("PATCH", crd_path(crd.name) + "/status", body=dumps(body), content_type=MERGE_PATCH)
+    if resp.status == 409:
+        raise ConflictError("CRD changed since it was read; storedVersions not trimmed, read it again",
+                            cluster=cluster, crd=crd.name, status=409, api_message=resp.api_message())
+    if not resp.ok:
+        raise error_from_response(resp, "PATCH CRD status", cluster=cluster, crd=crd.name)
+    written = Crd.from_api(resp.json())
+    result.after = list(written.stored_versions)
+    return result

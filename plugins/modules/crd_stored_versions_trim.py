@@ -1,0 +1,136 @@
+#!/usr/bin/python
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: crd_stored_versions_trim
+short_description: Trim a CRD's status.storedVersions, only with proof of a complete migration
+version_added: 1.0.0
+author:
+  - crdops.migration contributors
+description:
+  - Sets C(status.storedVersions) of each selected CRD to its storage version (or removes only O(versions)).
+  - Requires a valid migration record written by M(crdops.migration.crd_storage_migrate) after a complete
+    pass with zero failures, at the CRD's current storage version and generation. A missing or stale record
+    is refused unless O(force=true).
+  - Never removes the storage version. The status write carries the C(resourceVersion) that was read, so it
+    fails if the CRD changed since ("CRD changed since it was read").
+extends_documentation_fragment:
+  - crdops.migration._auth
+  - crdops.migration._selection
+  - crdops.migration._attributes
+  - crdops.migration._attributes.actiongroup_crdops
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  idempotent:
+    support: full
+options:
+  versions:
+    description:
+      - Versions to remove from C(status.storedVersions). Unset means keep only the storage version.
+      - Naming the storage version is refused.
+    type: list
+    elements: str
+  force:
+    description:
+      - Trim even when the migration record is missing or stale. Overrides only the record check, never
+        the storage-version and optimistic-lock checks. Dangerous - objects still stored at a removed version
+        become unreadable once that version is removed from the CRD.
+    type: bool
+    default: false
+seealso:
+  - module: crdops.migration.crd_storage_migrate
+  - module: crdops.migration.crd_storage_info
+'''
+
+EXAMPLES = r'''
+- name: Trim storedVersions after a recorded migration
+  crdops.migration.crd_stored_versions_trim:
+    context: prod-eu-1
+    names: [crontabs.stable.example.com]
+  diff: true
+
+- name: Only drop v1alpha1
+  crdops.migration.crd_stored_versions_trim:
+    names: [crontabs.stable.example.com]
+    versions: [v1alpha1]
+'''
+
+RETURN = r'''
+crds:
+  description: One entry per selected CRD.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name: {description: CRD name., type: str, returned: always}
+    storage_version: {description: Storage version., type: str, returned: always}
+    stored_versions_before: {description: C(status.storedVersions) before., type: list, elements: str, returned: always}
+    stored_versions_after: {description: C(status.storedVersions) after (predicted in check mode)., type: list, elements: str, returned: always}
+    changed: {description: This CRD was (or in check mode would be) changed., type: bool, returned: always}
+    forced: {description: The record check was overridden by O(force)., type: bool, returned: always}
+    migration_record: {description: The record with C(valid) and C(reason)., type: dict, returned: always}
+diff:
+  description: Per CRD C(before)/C(after) C(storedVersions), when running with C(--diff).
+  returned: when diff mode is on and something changed
+  type: list
+  elements: dict
+cluster:
+  description: Secret-free name of the cluster.
+  returned: always
+  type: str
+'''
+
+from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import CrdOpsModule, argument_spec
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import select_crds
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.trim import trim_stored_versions
+
+
+def main():
+    m = CrdOpsModule(argument_spec(dict(
+        versions=dict(type="list", elements="str"),
+        force=dict(type="bool", default=False),
+    )), supports_check_mode=True)
+    p = m.params
+    result = dict(changed=False, crds=[])
+    diffs = []
+    try:
+        selection = m.selection()
+        selection.validate()
+    except CrdOpsError as exc:
+        m.fail(exc, **result)
+    transport = m.connect(pool_size=2)
+    result["cluster"] = transport.cluster_label
+    try:
+        for crd in select_crds(transport, selection):
+            res = trim_stored_versions(transport, crd.name, versions=p["versions"], force=p["force"],
+                                       check_mode=m.check_mode)
+            result["crds"].append(res.to_dict())
+            if res.changed:
+                result["changed"] = True
+                diffs.append(res.diff())
+                if res.forced:
+                    m.module.warn("CRD %s: storedVersions trimmed without a valid migration record (force=true): %s"
+                                  % (res.name, res.record.get("reason")))
+    except CrdOpsError as exc:
+        if m.module._diff and diffs:
+            result["diff"] = diffs
+        m.fail(exc.with_context(cluster=transport.cluster_label), **result)
+    finally:
+        close = getattr(transport, "close", None)
+        if close:
+            close()
+    if m.module._diff and diffs:
+        result["diff"] = diffs
+    m.module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

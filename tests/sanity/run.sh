@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Copyright (c) crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# Run `ansible-test sanity` offline (PyPI reachable, ci-files.testing.ansible.com not).
+#
+# ansible-test needs the collection physically at .../ansible_collections/crdops/migration
+# (a symlink fails: it resolves os.getcwd()), so the tree is COPIED, .git included
+# (validate-modules compares against git, ansible/ansible#69953).
+#
+# Usage: tests/sanity/run.sh [extra ansible-test args]
+# Env:   CRDOPS_SRC      tree to test (default: the repo holding this script)
+#        SANITY_PYTHON   python version for --python (default 3.11)
+#        SANITY_TESTS    space separated tests to run (default: every offline-capable test)
+#        SANITY_KEEP=1   keep the temporary copy
+# Exit:  non-zero when any sanity test fails; the failing tests are named at the end.
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+SRC="${CRDOPS_SRC:-$(cd "$HERE/../.." && pwd)}"
+PY="${SANITY_PYTHON:-3.11}"
+
+fail() { echo "SANITY FAILED: $*" >&2; exit 1; }
+
+# Every sanity test ansible-test 2.19 offers a collection, except pslint (needs PowerShell;
+# the collection ships none). shellcheck joins when its binary is installed.
+DEFAULT_TESTS="action-plugin-docs ansible-doc changelog compile empty-init ignores import
+line-endings no-assert no-get-exception no-illegal-filenames no-smart-quotes pep8 pylint
+replace-urlopen runtime-metadata shebang symlinks use-argspec-type-path use-compat-six
+validate-modules yamllint"
+if command -v shellcheck >/dev/null 2>&1; then
+  DEFAULT_TESTS="$DEFAULT_TESTS shellcheck"
+else
+  echo "WARNING: sanity test 'shellcheck' SKIPPED: no shellcheck binary (apt-get install shellcheck)" >&2
+fi
+TESTS="${SANITY_TESTS:-$DEFAULT_TESTS}"
+
+command -v ansible-test >/dev/null || fail "ansible-test not on PATH"
+command -v "python$PY" >/dev/null || fail "python$PY not on PATH"
+[[ -f "$SRC/galaxy.yml" ]] || fail "no galaxy.yml in $SRC"
+if compgen -G "$SRC/tests/sanity/ignore-*.txt" >/dev/null; then
+  fail "ignore files are not allowed: $(echo "$SRC"/tests/sanity/ignore-*.txt)"
+fi
+
+# 1. Offline stand-in for the get-pip download (see get_pip_standin.py for why).
+PIPVER="$(cd / && python3 -c 'import types; from ansible_test._internal.python_requirements import get_venv_packages as g; print(g(types.SimpleNamespace(version="'"$PY"'"))["pip"])')" \
+  || fail "cannot read the pip version ansible-test bootstraps"
+CACHED="$HOME/.ansible/test/cache/get_pip_${PIPVER//./_}.py"
+mkdir -p "$(dirname "$CACHED")"
+if [[ ! -f "$CACHED" ]] || grep -q "get_pip_standin" "$CACHED"; then
+  cp "$HERE/get_pip_standin.py" "$CACHED"   # never overwrite a real get-pip.py someone cached
+fi
+
+# 2. Copy the tree (with .git) to <tmp>/ansible_collections/crdops/migration.
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/crdops-sanity.XXXXXX")"
+[[ "${SANITY_KEEP:-0}" == 1 ]] || trap 'rm -rf "$WORK"' EXIT
+DEST="$WORK/ansible_collections/crdops/migration"
+mkdir -p "$DEST"
+tar -C "$SRC" --exclude=./tests/output --exclude=./.venv --exclude='*.tar.gz' \
+    --exclude=__pycache__ --exclude=.pytest_cache --exclude=./docs/_build -cf - . \
+  | tar -C "$DEST" -xf - || fail "copy of $SRC to $DEST"
+echo "sanity: testing a copy at $DEST (python $PY, pip bootstrap $CACHED)"
+
+# 3. One ansible-test call; it runs every test and lists the failed ones at the end.
+cd "$DEST" || fail "cd $DEST"
+args=()
+for t in $TESTS; do args+=(--test "$t"); done
+ansible-test sanity --python "$PY" --color no "${args[@]}" "$@" 2>&1 | tee "$WORK/sanity.log"
+rc=${PIPESTATUS[0]}
+if ((rc != 0)); then
+  echo "SANITY FAILED (ansible-test rc=$rc); failed tests:" >&2
+  sed -n '/sanity test(s) listed below/,$p' "$WORK/sanity.log" >&2
+  exit 1
+fi
+echo "SANITY OK: $(echo "$TESTS" | wc -w) tests passed"

@@ -1,0 +1,183 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""An in-memory apiserver good enough for engine unit tests (faults a real server cannot produce).
+
+Mimics: CRD GET/LIST/merge-PATCH (annotations, resourceVersion precondition), CRD /status PATCH,
+metadata-only LIST with limit/continue/remainingItemCount, empty merge PATCH of objects that bumps
+resourceVersion only when the stored version differs from the storage version (GuaranteedUpdate).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from urllib.parse import parse_qsl
+
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.transport import ApiResponse
+
+CRD_PREFIX = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def resp(status, body=None, headers=None):
+    data = b"" if body is None else json.dumps(body).encode()
+    return ApiResponse(status, headers or {}, data)
+
+
+def status(code, message, reason="", continue_token=None):
+    body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
+            "reason": reason, "code": code, "metadata": {}}
+    if continue_token:
+        body["metadata"]["continue"] = continue_token
+    return resp(code, body)
+
+
+def make_crd(name="crontabs.stable.example.com", versions=(("v1", True, False), ("v2", True, True)),
+             stored=("v1", "v2"), scope="Namespaced", generation=2, conversion=None, annotations=None,
+             labels=None):
+    plural, group = name.split(".", 1)
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": name, "generation": generation, "resourceVersion": "10", "uid": "u-" + name,
+                     "annotations": dict(annotations or {}), "labels": dict(labels or {})},
+        "spec": {"group": group, "scope": scope,
+                 "names": {"plural": plural, "kind": plural.capitalize()[:-1]},
+                 "versions": [{"name": n, "served": s, "storage": st} for n, s, st in versions],
+                 "conversion": conversion or {"strategy": "None"}},
+        "status": {"storedVersions": list(stored)},
+    }
+
+
+class FakeCluster(object):
+    cluster_label = "test-cluster"
+
+    def __init__(self):
+        self.crds = {}
+        self.objects = {}  # crd name -> {key: {"ns", "name", "rv", "stored"}}
+        self._rv = 1000
+        self.lock = threading.Lock()
+        self.calls = []
+        self.hooks = []  # fn(method, path, query, body) -> ApiResponse | None
+        self.object_writes = 0
+        self.crd_writes = 0
+
+    # -- setup -----------------------------------------------------------------
+    def next_rv(self):
+        self._rv += 1
+        return str(self._rv)
+
+    def add_crd(self, **kw):
+        crd = make_crd(**kw)
+        self.crds[crd["metadata"]["name"]] = crd
+        self.objects.setdefault(crd["metadata"]["name"], {})
+        return crd
+
+    def add_objects(self, crd_name, count, namespaces=("default",), stored="v1"):
+        objs = self.objects[crd_name]
+        cluster_scoped = self.crds[crd_name]["spec"]["scope"] == "Cluster"
+        for i in range(count):
+            ns = "" if cluster_scoped else namespaces[i % len(namespaces)]
+            name = "obj-%05d" % i
+            key = "%s/%s" % (ns, name) if ns else name
+            objs[key] = {"ns": ns, "name": name, "rv": self.next_rv(), "stored": stored}
+
+    def storage_of(self, crd_name):
+        for v in self.crds[crd_name]["spec"]["versions"]:
+            if v["storage"]:
+                return v["name"]
+
+    def stored_versions_on_disk(self, crd_name):
+        return sorted(set(o["stored"] for o in self.objects[crd_name].values()))
+
+    # -- transport protocol ------------------------------------------------------
+    def request(self, method, path, *, query=None, body=None, content_type=None, accept=None):
+        q = dict(query or [])
+        with self.lock:
+            self.calls.append((method, path, q))
+        for hook in list(self.hooks):
+            r = hook(method, path, q, body)
+            if r is not None:
+                return r
+        with self.lock:
+            return self._route(method, path, q, body, content_type)
+
+    def _route(self, method, path, q, body, content_type):
+        if path.startswith(CRD_PREFIX):
+            rest = path[len(CRD_PREFIX):].strip("/")
+            if not rest:
+                items = list(self.crds.values())
+                sel = q.get("labelSelector")
+                if sel:
+                    k, _, v = sel.partition("=")
+                    items = [c for c in items if c["metadata"].get("labels", {}).get(k) == v]
+                return resp(200, {"kind": "CustomResourceDefinitionList", "items": items, "metadata": {}})
+            name, _, sub = rest.partition("/")
+            crd = self.crds.get(name)
+            if crd is None:
+                return status(404, 'customresourcedefinitions.apiextensions.k8s.io "%s" not found' % name,
+                              "NotFound")
+            if method == "GET":
+                return resp(200, crd)
+            if method == "PATCH":
+                patch = json.loads(body)
+                rv = (patch.get("metadata") or {}).get("resourceVersion")
+                if rv and rv != crd["metadata"]["resourceVersion"]:
+                    return status(409, "Operation cannot be fulfilled on customresourcedefinitions."
+                                  "apiextensions.k8s.io \"%s\": the object has been modified" % name, "Conflict")
+                if sub == "status":
+                    crd["status"]["storedVersions"] = list(patch["status"]["storedVersions"])
+                else:
+                    ann = crd["metadata"].setdefault("annotations", {})
+                    for k, v in ((patch.get("metadata") or {}).get("annotations") or {}).items():
+                        if v is None:
+                            ann.pop(k, None)
+                        else:
+                            ann[k] = v
+                crd["metadata"]["resourceVersion"] = self.next_rv()
+                self.crd_writes += 1
+                return resp(200, crd)
+        # custom objects: /apis/<group>/<version>/[namespaces/<ns>/]<plural>[/<name>]
+        parts = path.strip("/").split("/")
+        group, version = parts[1], parts[2]
+        ns = None
+        rest = parts[3:]
+        if rest and rest[0] == "namespaces":
+            ns, rest = rest[1], rest[2:]
+        plural = rest[0]
+        name = rest[1] if len(rest) > 1 else None
+        crd_name = "%s.%s" % (plural, group)
+        if crd_name not in self.crds:
+            return status(404, "the server could not find the requested resource", "NotFound")
+        objs = self.objects[crd_name]
+        if name is None:
+            keys = sorted(objs)
+            token = q.get("continue")
+            if token:
+                keys = [k for k in keys if k > token]
+            limit = int(q.get("limit", 0)) or len(keys)
+            page, remaining = keys[:limit], keys[limit:]
+            meta = {"resourceVersion": str(self._rv)}
+            if remaining:
+                meta["continue"] = page[-1]
+                meta["remainingItemCount"] = len(remaining)
+            items = [{"metadata": {"namespace": objs[k]["ns"] or None, "name": objs[k]["name"],
+                                   "resourceVersion": objs[k]["rv"]}} for k in page]
+            return resp(200, {"kind": "PartialObjectMetadataList", "metadata": meta, "items": items})
+        key = "%s/%s" % (ns, name) if ns else name
+        obj = objs.get(key)
+        if obj is None:
+            return status(404, '%s "%s" not found' % (crd_name, name), "NotFound")
+        if method == "PATCH":
+            assert body == b"{}", "the engine must never send object content"
+            assert content_type == "application/merge-patch+json"
+            storage = self.storage_of(crd_name)
+            if obj["stored"] != storage:
+                obj["stored"] = storage
+                obj["rv"] = self.next_rv()
+                self.object_writes += 1
+        return resp(200, {"metadata": {"namespace": obj["ns"] or None, "name": obj["name"],
+                                       "resourceVersion": obj["rv"]}})
+
+    # -- assertions helpers -----------------------------------------------------
+    def writes(self):
+        return [c for c in self.calls if c[0] in ("PATCH", "PUT", "POST", "DELETE")]
