@@ -216,9 +216,11 @@ def main():
     result["cluster"] = cluster
     progress_state = dict(cluster=cluster, crds_total=0, crds_done=0, current=None, check_mode=m.check_mode)
 
-    def progress(info):
+    def progress(info=None):
         if p["progress_file"]:
-            progress_state.update(current=info, updated_at=time.time())
+            if info is not None:
+                progress_state["current"] = info
+            progress_state["updated_at"] = time.time()
             try:
                 write_progress(p["progress_file"], progress_state)
             except OSError as exc:
@@ -229,10 +231,11 @@ def main():
         progress_state["crds_total"] = len(crds)
         for crd in crds:
             skip = None
+            had_valid_record = validate_record(crd).ok
             if not p["force"]:
                 if not crd.needs_migration:
                     skip = "status.storedVersions is already [%s]" % crd.storage_version
-                elif validate_record(crd).ok:
+                elif had_valid_record:
                     skip = "a valid migration record exists for storage version %s" % crd.storage_version
             if skip:
                 entry = CrdResult(crd=crd.name, storage_version=crd.storage_version,
@@ -244,7 +247,10 @@ def main():
             for k in TOTAL_KEYS:
                 result["totals"][k] += entry.get(k) or 0
             progress_state["crds_done"] += 1
-            if not skip and (entry["rewritten"] or entry["record_written"] or m.check_mode):
+            progress()
+            # refreshing a record that was already valid (force=true) is not a change worth reporting
+            first_record = entry["record_written"] and not had_valid_record
+            if not skip and (entry["rewritten"] or first_record or m.check_mode):
                 result["changed"] = True
     except CrdOpsError as exc:
         m.fail(exc.with_context(cluster=cluster), **result)

@@ -103,3 +103,20 @@ def compact(etcd_url: str, revision: int | None = None) -> int:
     revision = revision or current_revision(etcd_url)
     _post(etcd_url, "/v3/kv/compaction", {"revision": revision, "physical": True})
     return revision
+
+
+# Written by the control plane itself all the time (apiserver identity leases, events): not by us.
+BACKGROUND_PREFIXES = ("/registry/leases/", "/registry/events/", "/registry/masterleases/")
+
+
+def keys_written_since(etcd_url: str, revision: int, prefix: str = "/registry/") -> list[str]:
+    """Keys created or modified after `revision`, leaving out the control plane's own heartbeats.
+
+    Check mode must write nothing: the global revision alone cannot show it, since every apiserver
+    renews its identity lease every few seconds.
+    """
+    start = prefix.encode()
+    body = _post(etcd_url, "/v3/kv/range", {"key": _b64(start), "range_end": _b64(_prefix_end(start)),
+                                            "keys_only": True, "min_mod_revision": revision + 1})
+    keys = [base64.b64decode(kv["key"]).decode(errors="replace") for kv in body.get("kvs", [])]
+    return [k for k in keys if not k.startswith(BACKGROUND_PREFIXES)]

@@ -94,6 +94,10 @@ class Kube:
             current = self.get_crd(name)
             body = json.loads(json.dumps(crd))
             body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            # like server-side apply, keep annotations other managers set (e.g. a migration record)
+            merged = dict(current["metadata"].get("annotations") or {})
+            merged.update(body["metadata"].get("annotations") or {})
+            body["metadata"]["annotations"] = merged
             self.put(self.crd_path(name), body)
         except KubeError as exc:
             if exc.status != 404:

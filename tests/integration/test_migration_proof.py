@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.controlplane.etcd_reader import current_revision, scan_storage
+from tests.controlplane.etcd_reader import current_revision, keys_written_since, scan_storage
 from tests.controlplane.kube import KubeError, objects_path
 from tests.integration.modrun import auth_args, run_module
 from tests.integration.seed import Seeded, create_objects, crd_at, flip_storage, seed_old_objects
@@ -43,12 +43,20 @@ def test_500_objects_migrate_rerun_is_a_noop_trim_then_drop_old_version(cluster,
     scan = scan_storage(cluster.etcd_url, group, s.plural)
     assert scan.counts == {s.new(): 500}
 
+    # a rerun finds the durable record of the complete pass and does not redo it
     again = migrate(cluster, s)
-    crd = only_crd(again)
     assert again["changed"] is False
-    assert (crd["listed"], crd["rewritten"], crd["unchanged"]) == (500, 0, 500)
-    # nothing was written the second time: the no-op writes were elided by the storage layer
-    assert scan_storage(cluster.etcd_url, group, s.plural).revision >= scan.revision
+    assert "valid migration record" in only_crd(again)["skipped"]
+    # forced to pass again, it writes nothing: every no-op write is elided by the storage layer
+    revision = current_revision(cluster.etcd_url)
+    forced = migrate(cluster, s, force=True)
+    crd = only_crd(forced)
+    assert forced["changed"] is False
+    assert (crd["listed"], crd["rewritten"], crd["unchanged"], crd["failed"]) == (500, 0, 500, 0)
+    assert scan_storage(cluster.etcd_url, group, s.plural).counts == {s.new(): 500}
+    # the only etcd write of the forced pass is the refreshed record on the CRD itself
+    assert keys_written_since(cluster.etcd_url, revision) == [
+        f"/registry/apiextensions.k8s.io/customresourcedefinitions/{s.crd_name}"]
 
     trimmed = trim(cluster, s)
     assert not trimmed.get("failed"), trimmed.get("msg")
@@ -169,7 +177,7 @@ def test_check_mode_writes_nothing(cluster, kube, group):
     info = run_module("crd_storage_info", dict(auth_args(cluster), names=[s.crd_name]), check_mode=True)
     plan = migrate(cluster, s, check_mode=True)
     trimmed = trim(cluster, s, check_mode=True, force=True)
-    assert current_revision(cluster.etcd_url) == before
+    assert keys_written_since(cluster.etcd_url, before) == []
     assert not info.get("failed") and not plan.get("failed") and not trimmed.get("failed"), (info, plan, trimmed)
     assert only_crd(info)["needs_migration"] is True
     assert only_crd(plan)["listed"] == 40
@@ -214,5 +222,5 @@ def test_bad_input_names_the_problem_and_writes_nothing(cluster, kube, group, tm
         res = run_module("crd_storage_migrate", dict(auth_args(cluster), names=[s.crd_name], **bad))
         assert res["failed"] and list(bad)[0] in res["msg"]
 
-    assert current_revision(cluster.etcd_url) == before
+    assert keys_written_since(cluster.etcd_url, before) == []
     assert scan_storage(cluster.etcd_url, group, s.plural).counts == {s.old(): 5}

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import threading
-from urllib.parse import parse_qsl
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.transport import ApiResponse
 
@@ -138,7 +137,7 @@ class FakeCluster(object):
                 return resp(200, crd)
         # custom objects: /apis/<group>/<version>/[namespaces/<ns>/]<plural>[/<name>]
         parts = path.strip("/").split("/")
-        group, version = parts[1], parts[2]
+        group = parts[1]
         ns = None
         rest = parts[3:]
         if rest and rest[0] == "namespaces":

@@ -22,7 +22,6 @@ from .errors import BadInputError, ConnectionFailed
 from .transport import HttpTransport, RateLimiter, RetryPolicy
 
 try:
-    import kubernetes  # noqa: F401  (imported for the version check by callers)
     from kubernetes import client as _k8s_client
     from kubernetes import config as _k8s_config
 

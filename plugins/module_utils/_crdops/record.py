@@ -161,7 +161,7 @@ def write_record(transport: Transport, started: Crd, record: MigrationRecord, at
     if record.failed:
         raise RecordError("refusing to record a pass with %d failures" % record.failed, cluster=cluster,
                           crd=started.name)
-    last_error = None  # type: Optional[CrdOpsError]
+    last_error: Optional[CrdOpsError] = None
     for _ in range(max(1, attempts)):
         current = get_crd(transport, started.name)
         if current.storage_version != started.storage_version or current.generation != started.generation:

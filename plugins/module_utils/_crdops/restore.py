@@ -267,13 +267,19 @@ def migrate_crd(
                       "failed": result.failed, "skipped_by_checkpoint": result.skipped_by_checkpoint,
                       "objects_per_s": round(done / elapsed, 1), "check_mode": options.check_mode})
 
-    inflight = deque()  # type: Deque[_Page]
+    inflight: Deque[_Page] = deque()
+    relists_seen = 0
     executor = ThreadPoolExecutor(max_workers=options.workers, thread_name_prefix="crdops-restore")
     try:
         try:
             for refs in list_pages(transport, crd, options.page_size, stats=stats):
                 if abort.is_set():
                     break
+                if stats.relists != relists_seen:
+                    # the list restarted: finish in-flight pages first so that what they did is skipped
+                    relists_seen = stats.relists
+                    while inflight:
+                        drain(inflight.popleft())
                 if probe is not None:
                     probe(crd, refs)
                 # skip what a previous run (checkpoint) or this run (before a relist) did cleanly

@@ -75,7 +75,7 @@ def trim_stored_versions(
     except RefusalError as exc:
         raise exc.with_context(cluster=cluster)
     before = list(crd.stored_versions)
-    validation = validate_record(crd)  # type: RecordValidation
+    validation: RecordValidation = validate_record(crd)
     result = TrimResult(name=crd.name, storage_version=crd.storage_version, before=before, after=after,
                         changed=False, record=validation.to_dict(), check_mode=check_mode)
     if after == before:
