@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the tools/*.sh scripts: one Python venv per set of pinned requirements, outside the repo,
 # so a second run (or CI on the same machine) reuses it.
 CRDOPS_CACHE="${CRDOPS_CACHE:-$HOME/.cache/crdops}"

@@ -3,6 +3,7 @@
 # the control-plane binaries (built from Go modules, cached by version) and this collection,
 # linked where Ansible finds it. Safe to rerun: cached pieces are skipped.
 set -euo pipefail
+# shellcheck source=env.sh source-path=SCRIPTDIR
 source "$(dirname "$0")/env.sh"
 
 if [[ ! -f "$VENV/.complete" ]]; then

@@ -2,14 +2,16 @@
 # Run every test of the project: unit + proof tests (pytest, real control plane), sanity, lint,
 # changelog/docs checks and molecule scenarios. Exits non-zero if any part fails, and says which.
 set -uo pipefail
+# shellcheck source=env.sh source-path=SCRIPTDIR
 source "$(dirname "$0")/env.sh"
-cd "$REPO_ROOT"
+cd "$REPO_ROOT" || exit 1
 
 failed=()
 run() {
   local name="$1"; shift
   echo; echo "=================== $name: $*"
-  local t0=$(date +%s)
+  local t0
+  t0=$(date +%s)
   if "$@"; then echo "=== $name passed in $(( $(date +%s) - t0 ))s"; else echo "=== $name FAILED"; failed+=("$name"); fi
 }
 

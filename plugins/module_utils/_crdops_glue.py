@@ -109,6 +109,11 @@ class CrdOpsModule(object):
         self.params = self.module.params
         self.check_mode = self.module.check_mode
 
+    def require_lib(self, library, present, import_error=None):
+        """Fail with Ansible's standard missing-library message unless ``present``."""
+        if not present:
+            self.module.fail_json(msg=missing_required_lib(library), exception=import_error)
+
     def connection_options(self):
         p = self.params
         kubeconfig = p.get("kubeconfig")

@@ -10,7 +10,7 @@ module: crd_storage_info
 short_description: Report CRD storage versions, stored versions, object counts and migration records
 version_added: 1.0.0
 author:
-  - crdops.migration contributors
+  - crdops.migration contributors (@crdops)
 description:
   - Read-only discovery and plan for CustomResourceDefinitions.
   - For each selected CRD reports its versions (served, storage, deprecated), C(status.storedVersions),
@@ -163,7 +163,7 @@ def main():
         m.fail(exc.with_context(cluster=transport.cluster_label), **result)
     finally:
         close = getattr(transport, "close", None)
-        if close:
+        if callable(close):
             close()
     m.module.exit_json(**result)
 

@@ -10,7 +10,7 @@ module: crd_storage_migrate
 short_description: Re-store every object of the selected CRDs at the current storage version
 version_added: 1.0.0
 author:
-  - crdops.migration contributors
+  - crdops.migration contributors (@crdops)
 description:
   - Lists the objects of each selected CRD (metadata only, in pages) and sends each one an empty
     JSON merge patch at the storage version. The apiserver re-encodes an object only when its stored
@@ -135,7 +135,7 @@ crds:
     duration_s: {description: Seconds spent., type: float, returned: always}
     objects_per_s: {description: Objects processed per second., type: float, returned: always}
     complete: {description: Every object was processed (the pass was not stopped)., type: bool, returned: always}
-    aborted_reason: {description: Why the pass stopped, naming cluster, CRD, object and the API message., type: str, returned: always}
+    aborted_reason: {description: "Why the pass stopped, naming cluster, CRD, object and the API message.", type: str, returned: always}
     record: {description: The migration record written., type: dict, returned: always}
     record_written: {description: The record annotation was written., type: bool, returned: always}
     record_error: {description: Why the record could not be written., type: str, returned: always}
@@ -256,7 +256,7 @@ def main():
         m.fail(exc.with_context(cluster=cluster), **result)
     finally:
         close = getattr(transport, "close", None)
-        if close:
+        if callable(close):
             close()
     problems = [x for x in (problem_of(e) for e in result["crds"]) if x]
     if problems:

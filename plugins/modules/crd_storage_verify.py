@@ -10,7 +10,7 @@ module: crd_storage_verify
 short_description: Prove from etcd that every object of a CRD is stored at its storage version
 version_added: 1.0.0
 author:
-  - crdops.migration contributors
+  - crdops.migration contributors (@crdops)
 description:
   - Reads the selected CRDs through the API to learn group, plural and storage version, then reads every
     key of their objects straight from etcd and reports the C(apiVersion) each one is encoded at.
@@ -90,7 +90,8 @@ verified:
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import CrdOpsModule, argument_spec
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import EtcdOptions, EtcdReader
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import (
+    HAS_URLLIB3, URLLIB3_IMPORT_ERROR, EtcdOptions, EtcdReader)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import select_crds
 
 
@@ -103,6 +104,7 @@ def main():
         etcd_client_key=dict(type="path", no_log=False),
         fail_on_mismatch=dict(type="bool", default=True),
     )), supports_check_mode=True)
+    m.require_lib("urllib3", HAS_URLLIB3, URLLIB3_IMPORT_ERROR)
     p = m.params
     result = dict(changed=False, crds=[], verified=False)
     try:

@@ -10,7 +10,7 @@ module: crd_stored_versions_trim
 short_description: Trim a CRD's status.storedVersions, only with proof of a complete migration
 version_added: 1.0.0
 author:
-  - crdops.migration contributors
+  - crdops.migration contributors (@crdops)
 description:
   - Sets C(status.storedVersions) of each selected CRD to its storage version (or removes only O(versions)).
   - Requires a valid migration record written by M(crdops.migration.crd_storage_migrate) after a complete
@@ -125,7 +125,7 @@ def main():
         m.fail(exc.with_context(cluster=transport.cluster_label), **result)
     finally:
         close = getattr(transport, "close", None)
-        if close:
+        if callable(close):
             close()
     if m.module._diff and diffs:
         result["diff"] = diffs

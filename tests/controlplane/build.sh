@@ -4,6 +4,7 @@
 #
 #   tests/controlplane/build.sh                  # kube-apiserver + etcd
 #   tests/controlplane/build.sh --with-kcm       # also kube-controller-manager (benchmark only)
+#   tests/controlplane/build.sh --with-kubectl   # also kubectl from the same k8s.io/kubernetes version (benchmark only)
 #
 # Environment:
 #   KUBE_VERSION   (default 1.37.2)     ETCD_VERSION (default 3.6.16)
@@ -15,9 +16,11 @@ KUBE_VERSION="${KUBE_VERSION:-1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-3.6.16}"
 CACHE="${CRDOPS_CACHE:-$HOME/.cache/crdops}"
 WITH_KCM=0
+WITH_KUBECTL=0
 for arg in "$@"; do
   case "$arg" in
     --with-kcm) WITH_KCM=1 ;;
+    --with-kubectl) WITH_KUBECTL=1 ;;
     --print-dirs) echo "$CACHE/bin/kube-$KUBE_VERSION $CACHE/bin/etcd-$ETCD_VERSION"; exit 0 ;;
     *) echo "unknown argument: $arg" >&2; exit 2 ;;
   esac
@@ -85,6 +88,7 @@ build_etcd() {
 build_kube() {
   local targets=(kube-apiserver)
   [[ "$WITH_KCM" == 1 ]] && targets+=(kube-controller-manager)
+  [[ "$WITH_KUBECTL" == 1 ]] && targets+=(kubectl)
   local missing=()
   for t in "${targets[@]}"; do [[ -x "$KUBE_OUT/$t" ]] || missing+=("$t"); done
   [[ ${#missing[@]} -eq 0 ]] && { echo "kubernetes $KUBE_VERSION: cached in $KUBE_OUT"; return 0; }
@@ -112,6 +116,7 @@ build_kube() {
       echo "tool ("
       echo "	k8s.io/kubernetes/cmd/kube-apiserver"
       echo "	k8s.io/kubernetes/cmd/kube-controller-manager"
+      [[ "$WITH_KUBECTL" == 1 ]] && echo "	k8s.io/kubernetes/cmd/kubectl"
       echo ")"
       echo
       echo "require k8s.io/kubernetes v$KUBE_VERSION"

@@ -20,28 +20,56 @@ _TREE = Path(tempfile.mkdtemp(prefix="crdops-collections-"))
 COLLECTIONS_PATH = str(_TREE)
 
 
-def run_module(name: str, args: dict, check_mode: bool = False, diff: bool = False,
-               env: dict | None = None, timeout: float = 600) -> dict:
-    full_args = dict(args, _ansible_check_mode=check_mode, _ansible_diff=diff)
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
-        json.dump({"ANSIBLE_MODULE_ARGS": full_args}, fh)
-        args_file = fh.name
-    try:
+class ModuleRun:
+    """A module running in the background (to inject a fault while it works)."""
+
+    def __init__(self, name: str, args: dict, check_mode: bool = False, diff: bool = False,
+                 env: dict | None = None):
+        self.name = name
+        full_args = dict(args, _ansible_check_mode=check_mode, _ansible_diff=diff)
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+            json.dump({"ANSIBLE_MODULE_ARGS": full_args}, fh)
+            self.args_file = fh.name
         run_env = {k: v for k, v in os.environ.items() if not k.startswith("K8S_AUTH_")}
         run_env.update(env or {})
         run_env["PYTHONPATH"] = COLLECTIONS_PATH
-        proc = subprocess.run(
-            [sys.executable, "-m", f"ansible_collections.crdops.migration.plugins.modules.{name}", args_file],
-            capture_output=True, text=True, env=run_env, timeout=timeout, check=False)
-    finally:
-        os.unlink(args_file)
-    try:
-        result = json.loads(proc.stdout)
-    except ValueError as exc:
-        raise AssertionError(f"{name} printed no JSON (rc={proc.returncode}):\n{proc.stdout}\n{proc.stderr}") from exc
-    result["_stderr"] = proc.stderr
-    result["_rc"] = proc.returncode
-    return result
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", f"ansible_collections.crdops.migration.plugins.modules.{name}", self.args_file],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=run_env)
+
+    def result(self, timeout: float = 600) -> dict:
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+        finally:
+            if os.path.exists(self.args_file):
+                os.unlink(self.args_file)
+        try:
+            parsed = json.loads(out)
+        except ValueError as exc:
+            raise AssertionError(f"{self.name} printed no JSON (rc={self.proc.returncode}):\n{out}\n{err}") from exc
+        parsed["_stderr"] = err
+        parsed["_rc"] = self.proc.returncode
+        return parsed
+
+
+def run_module(name: str, args: dict, check_mode: bool = False, diff: bool = False,
+               env: dict | None = None, timeout: float = 600) -> dict:
+    return ModuleRun(name, args, check_mode, diff, env).result(timeout)
+
+
+def wait_for_progress(path, predicate, timeout: float = 120) -> dict:
+    """Poll a module's progress_file until `predicate(state)` holds."""
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = json.loads(Path(path).read_text())
+            if predicate(state):
+                return state
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"progress in {path} never satisfied the condition")
 
 
 def auth_args(cluster, context: str | None = None) -> dict:

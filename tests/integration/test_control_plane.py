@@ -77,7 +77,7 @@ def test_etcd_reader_pages_and_keeps_sibling_prefixes_apart(cluster, kube, group
         kube.post(objects_path(group, "v1", "things"), {"apiVersion": f"{group}/v1", "kind": "Thing",
                                                         "metadata": {"name": f"t-{i:04d}"}})
     kube.post(objects_path(group, "v1", "thingsx"), {"apiVersion": f"{group}/v1", "kind": "Thingx",
-                                                      "metadata": {"name": "other"}})
+                                                     "metadata": {"name": "other"}})
     scan = scan_storage(cluster.etcd_url, group, "things")
     assert scan.total == 1203
     assert scan.counts == {f"{group}/v1": 1203}

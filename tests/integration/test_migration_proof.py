@@ -5,8 +5,6 @@ import random
 import threading
 import time
 
-import pytest
-
 from tests.controlplane.etcd_reader import current_revision, keys_written_since, scan_storage
 from tests.controlplane.kube import KubeError, objects_path
 from tests.integration.modrun import auth_args, run_module

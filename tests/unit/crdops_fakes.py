@@ -107,10 +107,10 @@ class FakeCluster(object):
                 items = list(self.crds.values())
                 sel = q.get("labelSelector")
                 if sel:
-                    k, _, v = sel.partition("=")
+                    k, _sep, v = sel.partition("=")
                     items = [c for c in items if c["metadata"].get("labels", {}).get(k) == v]
                 return resp(200, {"kind": "CustomResourceDefinitionList", "items": items, "metadata": {}})
-            name, _, sub = rest.partition("/")
+            name, _sep, sub = rest.partition("/")
             crd = self.crds.get(name)
             if crd is None:
                 return status(404, 'customresourcedefinitions.apiextensions.k8s.io "%s" not found' % name,
@@ -179,4 +179,17 @@ class FakeCluster(object):
 
     # -- assertions helpers -----------------------------------------------------
     def writes(self):
-        return [c for c in self.calls if c[0] in ("PATCH", "PUT", "POST", "DELETE")]
+        """Requests that persist something: dry-run requests (check mode preflight) do not."""
+        return [c for c in self.calls if c[0] in ("PATCH", "PUT", "POST", "DELETE")
+                and ("dryRun", "All") not in _query_pairs(c[2])]
+
+    def dry_runs(self):
+        return [c for c in self.calls if ("dryRun", "All") in _query_pairs(c[2])]
+
+
+def _query_pairs(query):
+    if not query:
+        return []
+    if isinstance(query, dict):
+        return list(query.items())
+    return list(query)

@@ -16,12 +16,21 @@ from __future__ import annotations
 
 import base64
 import json
+import traceback
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-import urllib3
-
 from .errors import CrdOpsError
+
+try:
+    import urllib3
+
+    HAS_URLLIB3 = True
+    URLLIB3_IMPORT_ERROR = None  # type: Optional[str]
+except ImportError:  # pragma: no cover - depends on the environment
+    urllib3 = None
+    HAS_URLLIB3 = False
+    URLLIB3_IMPORT_ERROR = traceback.format_exc()
 
 PAGE_SIZE = 500
 MAX_REPORTED_KEYS = 20
@@ -90,6 +99,9 @@ def _b64(raw: bytes) -> str:
 
 class EtcdReader:
     def __init__(self, options: EtcdOptions) -> None:
+        if not HAS_URLLIB3:
+            raise CrdOpsError("the urllib3 Python library is required to read etcd (pip install urllib3):\n%s"
+                              % URLLIB3_IMPORT_ERROR)
         self.options = options
         tls = {}
         if options.url.startswith("https://"):

@@ -162,7 +162,7 @@ def write_record(transport: Transport, started: Crd, record: MigrationRecord, at
         raise RecordError("refusing to record a pass with %d failures" % record.failed, cluster=cluster,
                           crd=started.name)
     last_error: Optional[CrdOpsError] = None
-    for _ in range(max(1, attempts)):
+    for _attempt in range(max(1, attempts)):
         current = get_crd(transport, started.name)
         if current.storage_version != started.storage_version or current.generation != started.generation:
             raise RecordError(
@@ -181,5 +181,6 @@ def write_record(transport: Transport, started: Crd, record: MigrationRecord, at
         except ConflictError as exc:
             last_error = exc
             continue
-    assert last_error is not None
+    if last_error is None:  # unreachable: the loop runs at least once and either returns or records a conflict
+        raise RecordError("record not written", cluster=cluster, crd=started.name)
     raise last_error

@@ -27,6 +27,7 @@ from .errors import (
     PermissionDenied,
 )
 from .listing import ListStats, ObjectRef, list_pages
+from .preflight import predict_rejections
 from .record import (
     Checkpoint,
     MigrationRecord,
@@ -54,6 +55,7 @@ class RestoreOptions(object):
     use_checkpoint: bool = True
     checkpoint_every: int = 1  # pages
     probe_conversion: bool = True  # probe webhook conversion before each page
+    preflight_sample: int = 5  # check mode: dry-run the no-op write on this many objects
 
     def validate(self) -> None:
         from .errors import BadInputError
@@ -94,6 +96,7 @@ class CrdResult(object):
     record: Optional[Dict[str, Any]] = None
     record_written: bool = False
     record_error: Optional[str] = None
+    predicted_rejections: List[Dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -112,6 +115,7 @@ class CrdResult(object):
             "check_mode": self.check_mode, "resumed_from": self.resumed_from,
             "checkpoint_note": self.checkpoint_note, "record": self.record,
             "record_written": self.record_written, "record_error": self.record_error,
+            "predicted_rejections": list(self.predicted_rejections),
         }
 
 
@@ -234,7 +238,7 @@ def migrate_crd(
                 result.failed += 1
                 page_failed = True
                 if len(result.first_failures) < MAX_REPORTED_FAILURES and err is not None:
-                    ns, _, name = (err.obj or "").rpartition("/")
+                    ns, _sep, name = (err.obj or "").rpartition("/")
                     result.first_failures.append({
                         "namespace": ns or None, "name": name, "status": err.status,
                         "reason": err.reason, "kind": err.kind, "message": err.api_message or err.message,
@@ -291,6 +295,9 @@ def migrate_crd(
                 skipped = len(refs) - len(todo)
                 if options.check_mode:
                     futures = []  # type: List[Future[Tuple[str, Optional[CrdOpsError]]]]
+                    if result.pages == 0 and not inflight and options.preflight_sample > 0:
+                        result.predicted_rejections = predict_rejections(transport, crd, todo,
+                                                                         options.preflight_sample)
                 else:
                     futures = [executor.submit(work, r) for r in todo]
                 inflight.append(_Page(todo, futures, refs[-1].key, skipped))

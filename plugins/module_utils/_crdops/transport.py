@@ -108,6 +108,16 @@ def is_conversion_webhook_failure(resp: ApiResponse) -> bool:
     return resp.status >= 400 and "conversion webhook" in resp.api_message().lower()
 
 
+ADMISSION_MARKERS = ("admission webhook", "denied the request", "validatingadmissionpolicy", "denied request")
+
+
+def is_admission_rejection(message: str) -> bool:
+    """Admission webhooks say 'admission webhook "x" denied the request'; policies say
+    'ValidatingAdmissionPolicy 'x' with binding 'y' denied request'."""
+    lowered = (message or "").lower()
+    return any(marker in lowered for marker in ADMISSION_MARKERS)
+
+
 def error_from_response(
     resp: ApiResponse,
     what: str,
@@ -125,13 +135,16 @@ def error_from_response(
         return ConversionWebhookError("%s failed: conversion webhook error" % what, **kw)
     if status == 401:
         return ConnectionFailed("%s failed: not authenticated" % what, **kw)
+    if is_admission_rejection(msg):
+        # before 403: a webhook may deny with code 403, which is about this object, not our RBAC
+        return AdmissionRejected("%s rejected by admission" % what, **kw)
     if status == 403:
         return PermissionDenied("%s failed: permission denied" % what, **kw)
     if status == 404:
         return NotFoundError("%s failed: not found" % what, **kw)
     if status == 409:
         return ConflictError("%s failed: conflict" % what, **kw)
-    if status in (400, 422) or "admission webhook" in msg.lower() or "denied the request" in msg.lower():
+    if status in (400, 422):
         return AdmissionRejected("%s rejected" % what, **kw)
     return ApiError("%s failed" % what, **kw)
 

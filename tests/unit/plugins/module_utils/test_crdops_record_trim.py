@@ -79,7 +79,7 @@ def test_trim_with_valid_record():
     r = trim_stored_versions(c, NAME)
     assert r.changed and r.before == ["v1", "v2"] and r.after == ["v2"]
     assert c.crds[NAME]["status"]["storedVersions"] == ["v2"]
-    patch = [x for x in c.writes()][0]
+    patch = list(c.writes())[0]
     assert patch[1].endswith("/%s/status" % NAME)
     assert r.diff()["before"] == {"storedVersions": ["v1", "v2"]}
 

@@ -167,6 +167,7 @@ def test_bad_input_raises_before_any_request():
 
 def test_checkpoint_written_and_resume_skips_done_objects():
     c = cluster_with(30)
+
     # fail hard (fatal 401) on the 4th page
     def hook(method, path, q, body):
         if method == "PATCH" and path.endswith("/obj-00020"):

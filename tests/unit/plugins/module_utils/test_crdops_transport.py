@@ -135,7 +135,7 @@ def test_headers_auth_and_query():
 def test_rate_limiter_spaces_requests():
     clock = Clock()
     rl = RateLimiter(2, burst=1, clock=clock, sleep=clock.sleep)
-    for _ in range(5):
+    for _request in range(5):
         rl.acquire()
     assert clock.t == pytest.approx(2.0)
     with pytest.raises(ValueError):
@@ -154,7 +154,9 @@ def test_rate_limiter_spaces_requests():
 ])
 def test_error_classification(code, msg, cls):
     err = error_from_response(status(code, msg, "R"), "PATCH", cluster="c1", crd="a.b", obj="ns/o")
-    assert type(err) is cls
+    # The exact class, not isinstance(): all of them subclass CrdOpsError, and the 418 case must be plain ApiError,
+    # not some more specific class that happens to subclass it.
+    assert err.__class__ is cls
     text = str(err)
     assert "cluster c1" in text and "CRD a.b" in text and "object ns/o" in text and msg in text
     assert "HTTP %d" % code in text

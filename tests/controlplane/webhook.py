@@ -1,0 +1,148 @@
+"""A real HTTPS webhook server for tests: CRD conversion and validating admission.
+
+The apiserver calls it over TLS like any production webhook (a `url:` client config, the cluster CA
+in caBundle). Stopping it makes the apiserver's calls fail with connection refused: the "webhook down"
+fault, produced for real rather than faked.
+"""
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import ssl
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from .pki import Pki, _sign
+from .processes import free_port
+
+# field renamed between versions: v1alpha1 spec.size <-> v1beta1 spec.replicas
+OLD_FIELD, NEW_FIELD = "size", "replicas"
+
+
+def convert_object(obj: dict, desired: str) -> dict:
+    out = copy.deepcopy(obj)
+    group, _, _version = out["apiVersion"].partition("/")
+    spec = out.get("spec") or {}
+    target = desired.split("/")[-1]
+    if target == "v1beta1" and OLD_FIELD in spec:
+        spec[NEW_FIELD] = spec.pop(OLD_FIELD)
+    elif target == "v1alpha1" and NEW_FIELD in spec:
+        spec[OLD_FIELD] = spec.pop(NEW_FIELD)
+    out["apiVersion"] = desired if "/" in desired else f"{group}/{desired}"
+    return out
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: "_Server"
+
+    def log_message(self, *_args) -> None:  # keep test output clean
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server API)
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        self.server.owner.calls[self.path] = self.server.owner.calls.get(self.path, 0) + 1
+        if self.path.startswith("/convert"):
+            req = body["request"]
+            converted = [convert_object(o, req["desiredAPIVersion"]) for o in req["objects"]]
+            reply = {"apiVersion": body["apiVersion"], "kind": "ConversionReview",
+                     "response": {"uid": req["uid"], "convertedObjects": converted, "result": {"status": "Success"}}}
+        elif self.path.startswith("/deny-updates"):
+            req = body["request"]
+            allowed = req["operation"] != "UPDATE"
+            reply = {"apiVersion": body["apiVersion"], "kind": "AdmissionReview",
+                     "response": {"uid": req["uid"], "allowed": allowed}}
+            if not allowed:
+                reply["response"]["status"] = {"code": 403, "message": self.server.owner.deny_message}
+        else:
+            self.send_error(404)
+            return
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    owner: "WebhookServer"
+
+
+class WebhookServer:
+    """Serve /convert and /deny-updates on 127.0.0.1 with a cert from the cluster's CA."""
+
+    def __init__(self, pki: Pki, folder: Path, port: int = 0,
+                 deny_message: str = "crdops-test: updates of this resource are frozen"):
+        self.pki = pki
+        self.folder = folder
+        self.port = port or free_port()
+        self.deny_message = deny_message
+        self.calls: dict[str, int] = {}
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self.cert, self.key = folder / "webhook.crt", folder / "webhook.key"
+        if not self.cert.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            _sign(pki, self.key, self.cert, "/CN=crdops-test-webhook",
+                  "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n"
+                  "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n"
+                  "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n")
+
+    @property
+    def ca_bundle(self) -> str:
+        return base64.b64encode(self.pki.ca_cert.read_bytes()).decode()
+
+    def client_config(self, path: str) -> dict:
+        return {"url": f"https://127.0.0.1:{self.port}{path}", "caBundle": self.ca_bundle}
+
+    def start(self) -> "WebhookServer":
+        server = _Server(("127.0.0.1", self.port), _Handler)
+        server.owner = self
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(str(self.cert), str(self.key))
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+
+def conversion_spec(server: WebhookServer) -> dict:
+    return {"strategy": "Webhook",
+            "webhook": {"clientConfig": server.client_config("/convert"), "conversionReviewVersions": ["v1"]}}
+
+
+def deny_updates_webhook(name: str, server: WebhookServer, group: str, plural: str) -> dict:
+    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": name},
+            "webhooks": [{"name": f"{name}.crdops.test", "clientConfig": server.client_config("/deny-updates"),
+                          "rules": [{"apiGroups": [group], "apiVersions": ["*"], "operations": ["UPDATE"],
+                                     "resources": [plural], "scope": "*"}],
+                          "admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Fail",
+                          "timeoutSeconds": 5}]}
+
+
+def deny_updates_policy(name: str, group: str, plural: str, message: str) -> list[dict]:
+    """A ValidatingAdmissionPolicy (CEL, no server) and its binding that refuse every UPDATE."""
+    policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+              "metadata": {"name": name},
+              "spec": {"failurePolicy": "Fail",
+                       "matchConstraints": {"resourceRules": [{"apiGroups": [group], "apiVersions": ["*"],
+                                                               "operations": ["UPDATE"], "resources": [plural]}]},
+                       "validations": [{"expression": "false", "message": message}]}}
+    binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+               "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}}
+    return [policy, binding]
