@@ -23,7 +23,7 @@ OLD_FIELD, NEW_FIELD = "size", "replicas"
 
 def convert_object(obj: dict, desired: str) -> dict:
     out = copy.deepcopy(obj)
-    group, _, _version = out["apiVersion"].partition("/")
+    group, _sep, _version = out["apiVersion"].partition("/")
     spec = out.get("spec") or {}
     target = desired.split("/")[-1]
     if target == "v1beta1" and OLD_FIELD in spec:

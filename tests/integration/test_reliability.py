@@ -40,7 +40,7 @@ def webhook(cluster, tmp_path):
 
 
 def test_conversion_webhook_down_mid_run_stops_the_pass_and_a_rerun_completes(cluster, kube, group, webhook,
-                                                                               tmp_path):
+                                                                              tmp_path):
     s = Seeded(group, "widgets", "Widget", "Namespaced")
     kube.apply_crd(with_conversion(crd_at(s, "v1alpha1", ("v1alpha1",)), webhook))
     create_objects(kube, s, "v1alpha1", 600, ["ns-a", "ns-b"])
