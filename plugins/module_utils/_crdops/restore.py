@@ -84,6 +84,7 @@ class CrdResult(object):
     not_attempted: int = 0
     throttled: int = 0
     relists: int = 0
+    expired_continues: int = 0  # 410 Gone answered by resuming with the server's inconsistent token
     pages: int = 0
     first_failures: List[Dict[str, Any]] = field(default_factory=list)
     duration_s: float = 0.0
@@ -109,6 +110,7 @@ class CrdResult(object):
             "rewritten": self.rewritten, "unchanged": self.unchanged, "gone": self.gone,
             "failed": self.failed, "skipped_by_checkpoint": self.skipped_by_checkpoint,
             "not_attempted": self.not_attempted, "throttled": self.throttled, "relists": self.relists,
+            "expired_continues": self.expired_continues,
             "pages": self.pages, "first_failures": list(self.first_failures),
             "duration_s": round(self.duration_s, 3), "objects_per_s": round(self.objects_per_s, 1),
             "complete": self.complete, "aborted_reason": self.aborted_reason,
@@ -315,6 +317,7 @@ def migrate_crd(
 
     result.listed = stats.listed
     result.relists = stats.relists
+    result.expired_continues = stats.resumed_inconsistent
     result.throttled = _throttled(transport) - throttled_before
     result.duration_s = clock() - start
     done = result.rewritten + result.unchanged + result.gone + result.failed
