@@ -159,7 +159,7 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue impo
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import validate_record
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import (
-    CrdResult, RestoreOptions, migrate_crd)
+    CrdResult, RestoreOptions, check_migratable, migrate_crd)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import select_crds
 
 TOTAL_KEYS = ("listed", "rewritten", "unchanged", "gone", "failed", "throttled")
@@ -229,6 +229,8 @@ def main():
     try:
         crds = select_crds(transport, selection)
         progress_state["crds_total"] = len(crds)
+        for crd in crds:  # every selected CRD is checked before the first write
+            check_migratable(crd, cluster)
         for crd in crds:
             skip = None
             had_valid_record = validate_record(crd).ok

@@ -106,7 +106,8 @@ def compact(etcd_url: str, revision: int | None = None) -> int:
 
 
 # Written by the control plane itself all the time (apiserver identity leases, events): not by us.
-BACKGROUND_PREFIXES = ("/registry/leases/", "/registry/events/", "/registry/masterleases/")
+BACKGROUND_PREFIXES = ("/registry/leases/", "/registry/events/", "/registry/masterleases/",
+                       "/registry/peerserverleases/")
 
 
 def keys_written_since(etcd_url: str, revision: int, prefix: str = "/registry/") -> list[str]:

@@ -107,6 +107,8 @@ class Kube:
         # the new storage is in use once a list at the storage version is served (429 is retried)
         spec = established["spec"]
         storage = next(v["name"] for v in spec["versions"] if v["storage"])
+        if not any(v["served"] for v in spec["versions"] if v["storage"]):
+            return established  # nothing to probe: the storage version has no endpoint
         path = objects_path(spec["group"], storage, spec["names"]["plural"])
         deadline = time.monotonic() + timeout
         while True:

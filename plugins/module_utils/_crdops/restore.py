@@ -172,6 +172,19 @@ class _Page(object):
         self.skipped = skipped
 
 
+def check_migratable(crd: Crd, cluster: Optional[str] = None) -> None:
+    """Refuse, before anything is written, a CRD whose objects cannot be re-stored."""
+    from .errors import BadInputError
+
+    if not crd.storage_version:
+        raise BadInputError("CRD has no storage version", cluster=cluster, crd=crd.name)
+    if crd.storage_version not in crd.served_versions:
+        raise BadInputError(
+            "storage version %s is not served (served: %s); the no-op write goes through the storage "
+            "version's endpoint, so serve it (served: true) before migrating"
+            % (crd.storage_version, ", ".join(crd.served_versions) or "none"), cluster=cluster, crd=crd.name)
+
+
 def migrate_crd(
     transport: Transport,
     crd: Crd,
@@ -187,6 +200,7 @@ def migrate_crd(
     fatal errors (conversion webhook, auth, connection past the retry deadline) end the pass with
     ``aborted_reason`` set. Bad input raises before anything is written."""
     options.validate()
+    check_migratable(crd, transport.cluster_label)
     start = clock()
     result = CrdResult(crd=crd.name, storage_version=crd.storage_version,
                        stored_versions=list(crd.stored_versions), check_mode=options.check_mode)
