@@ -57,6 +57,23 @@ options:
     description: Concurrent no-op writes per cluster. Must be greater than 0. The HTTP connection pool is sized to match.
     type: int
     default: 8
+  apiserver_endpoints:
+    description:
+      - Every apiserver of an HA control plane, as C(https://host:port) URLs, reached with the same credentials.
+      - Before each pass the module waits until all of them, and the one it talks to, report the CRD's current
+        storage version in their discovery documents (C(storageVersionHash)). Right after a storage flip an
+        apiserver whose informer lags still writes the old version (kubernetes#130235); this is the HA barrier.
+    type: list
+    elements: str
+    default: []
+  barrier_timeout:
+    description: Seconds to wait for the HA barrier before failing without writing anything.
+    type: float
+    default: 60
+  barrier_settle:
+    description: Extra seconds to wait once every apiserver reports the storage version.
+    type: float
+    default: 0
   max_qps:
     description: Cap on requests per second (token bucket shared by all workers). Unset means no cap.
     type: float
@@ -158,6 +175,7 @@ import time
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import CrdOpsModule, argument_spec
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import validate_record
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.barrier import wait_for_storage_version
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import (
     CrdResult, RestoreOptions, check_migratable, migrate_crd)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import select_crds
@@ -196,6 +214,9 @@ def main():
         write_record=dict(type="bool", default=True),
         resume=dict(type="bool", default=True),
         force=dict(type="bool", default=False),
+        apiserver_endpoints=dict(type="list", elements="str", default=[]),
+        barrier_timeout=dict(type="float", default=60),
+        barrier_settle=dict(type="float", default=0),
     )), supports_check_mode=True)
     p = m.params
     result = dict(changed=False, crds=[], totals=dict((k, 0) for k in TOTAL_KEYS))
@@ -213,6 +234,9 @@ def main():
         m.fail(exc, **result)
     transport = m.connect(pool_size=p["workers"] + 2, retry_deadline=p["retry_deadline"], max_qps=p["max_qps"])
     cluster = transport.cluster_label
+    # every apiserver must write the new storage version before the pass (HA barrier)
+    barrier_transports = dict([(transport.base_url, transport)] + [
+        (ep.rstrip("/"), transport.for_endpoint(ep)) for ep in p["apiserver_endpoints"]])
     result["cluster"] = cluster
     progress_state = dict(cluster=cluster, crds_total=0, crds_done=0, current=None, check_mode=m.check_mode)
 
@@ -243,7 +267,12 @@ def main():
                 entry = CrdResult(crd=crd.name, storage_version=crd.storage_version,
                                   stored_versions=list(crd.stored_versions), complete=True).to_dict()
             else:
+                barrier = None
+                if not m.check_mode:
+                    barrier = wait_for_storage_version(barrier_transports, crd, p["barrier_timeout"],
+                                                       p["barrier_settle"]).to_dict()
                 entry = migrate_crd(transport, crd, options, progress=progress).to_dict()
+                entry["barrier"] = barrier
             entry["skipped"] = skip
             result["crds"].append(entry)
             for k in TOTAL_KEYS:

@@ -10,6 +10,8 @@ resourceVersion only when the stored version differs from the storage version (G
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import threading
 
@@ -59,6 +61,8 @@ class FakeCluster(object):
         self.hooks = []  # fn(method, path, query, body) -> ApiResponse | None
         self.object_writes = 0
         self.crd_writes = 0
+        self.base_url = "https://fake.invalid"
+        self.stale_storage_view = {}  # crd name -> storage version this "apiserver" still believes in
 
     # -- setup -----------------------------------------------------------------
     def next_rv(self):
@@ -135,8 +139,10 @@ class FakeCluster(object):
                 crd["metadata"]["resourceVersion"] = self.next_rv()
                 self.crd_writes += 1
                 return resp(200, crd)
-        # custom objects: /apis/<group>/<version>/[namespaces/<ns>/]<plural>[/<name>]
         parts = path.strip("/").split("/")
+        if len(parts) == 3:  # discovery: /apis/<group>/<version> with each resource's storageVersionHash
+            return self._discovery(parts[1], parts[2])
+        # custom objects: /apis/<group>/<version>/[namespaces/<ns>/]<plural>[/<name>]
         group = parts[1]
         ns = None
         rest = parts[3:]
@@ -176,6 +182,21 @@ class FakeCluster(object):
                 self.object_writes += 1
         return resp(200, {"metadata": {"namespace": obj["ns"] or None, "name": obj["name"],
                                        "resourceVersion": obj["rv"]}})
+
+    def _discovery(self, group, version):
+        resources = []
+        for crd in self.crds.values():
+            spec = crd["spec"]
+            if spec["group"] != group or version not in [v["name"] for v in spec["versions"] if v["served"]]:
+                continue
+            storage = self.stale_storage_view.get(crd["metadata"]["name"]) or self.storage_of(crd["metadata"]["name"])
+            digest = hashlib.sha256(("%s/%s/%s" % (group, storage, spec["names"]["kind"])).encode()).digest()
+            resources.append({"name": spec["names"]["plural"], "kind": spec["names"]["kind"],
+                              "storageVersionHash": base64.b64encode(digest[:8]).decode()})
+        if not resources:
+            return status(404, "the server could not find the requested resource", "NotFound")
+        return resp(200, {"kind": "APIResourceList", "groupVersion": "%s/%s" % (group, version),
+                          "resources": resources})
 
     # -- assertions helpers -----------------------------------------------------
     def writes(self):

@@ -279,6 +279,13 @@ class HttpTransport(object):
     def __repr__(self) -> str:
         return "HttpTransport(cluster=%r, base_url=%r)" % (self.cluster_label, self.base_url)
 
+    def for_endpoint(self, base_url: str) -> "HttpTransport":
+        """The same credentials and pool against another apiserver of the same cluster (HA)."""
+        return HttpTransport(self._pool, base_url, cluster_label=self.cluster_label, headers=self._headers,
+                             auth_header=self._auth_header, retry=RetryPolicy(deadline=min(self.retry.deadline, 5.0)),
+                             timeout=min(self.timeout, 10.0), clock=self._clock, sleep=self._sleep, rng=self._rng,
+                             on_close=lambda: None)
+
     def close(self) -> None:
         if self._on_close is not None:
             self._on_close()
