@@ -49,3 +49,15 @@ def group() -> str:
 
 def pytest_report_header(config):
     return [f"control plane cache: {os.environ.get('CRDOPS_CACHE', '~/.cache/crdops')}"]
+
+
+def pytest_sessionstart(session):
+    from tests.integration import reliability
+    reliability.ROWS_FILE.unlink(missing_ok=True)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """tools/test.sh sets CRDOPS_WRITE_DOCS=1: a green full run regenerates docs/reliability.md."""
+    from tests.integration import reliability
+    if os.environ.get("CRDOPS_WRITE_DOCS") == "1" and exitstatus == 0 and reliability.ROWS_FILE.exists():
+        reliability.render(reliability.ROWS_FILE, Path(__file__).resolve().parents[2] / "docs" / "reliability.md")
