@@ -1,5 +1,5 @@
 # Entry points; README explains them.
-.PHONY: setup demo test unit integration build-kcm down
+.PHONY: setup demo test unit integration build-kcm down bench
 
 setup:            ## venv + control-plane binaries + collection link (idempotent)
 	tools/setup.sh
@@ -21,3 +21,6 @@ build-kcm:        ## also build kube-controller-manager (benchmark against the i
 
 down:             ## stop clusters left running by `make demo`
 	. tools/env.sh && python -m tests.controlplane down
+
+bench:            ## migration benchmark vs ceiling / in-tree / kubectl (~40 min; ARGS=--quick|--large|--reps N)
+	. tools/env.sh && python benchmarks/run.py $(ARGS)

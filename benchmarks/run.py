@@ -52,11 +52,25 @@ ACCEPT_PARTIAL = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,a
 ACCEPT_PARTIAL_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
 
-def collections_tree() -> str:
-    """A temporary ansible_collections/crdops/migration -> repo symlink tree (like tests/integration/modrun.py)."""
+def collections_tree(source: Path | None = None) -> str:
+    """A temporary ansible_collections/crdops/migration tree. With `source` it is a symlink to it (the
+    children reuse the parent's snapshot); else a snapshot copy of the repo's collection content, so that
+    edits made while the benchmark runs do not mix two versions of the engine into one result."""
     tree = Path(tempfile.mkdtemp(prefix="crdops-bench-collections-"))
     (tree / "ansible_collections" / "crdops").mkdir(parents=True)
-    (tree / "ansible_collections" / "crdops" / "migration").symlink_to(REPO)
+    target = tree / "ansible_collections" / "crdops" / "migration"
+    if source is not None:
+        target.symlink_to(source)
+    else:
+        import shutil
+
+        target.mkdir()
+        for item in ("galaxy.yml", "meta", "plugins", "roles", "playbooks"):
+            src = REPO / item
+            if src.is_dir():
+                shutil.copytree(src, target / item, ignore=shutil.ignore_patterns("__pycache__"))
+            elif src.exists():
+                shutil.copy2(src, target / item)
     return str(tree)
 
 
@@ -77,7 +91,7 @@ def rss_kb(pid: int | str = "self") -> tuple[int, int]:
 # --------------------------------------------------------------------------------------------------
 
 def child_engine(spec: dict) -> dict:
-    sys.path.insert(0, collections_tree())
+    sys.path.insert(0, spec["collections"])
     from ansible_collections.crdops.migration.plugins.module_utils._crdops.connection import (
         ConnectionOptions, connect)
     from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import (
@@ -234,7 +248,7 @@ class Bench:
 
     # ---- contenders ------------------------------------------------------------------------------
     def engine_spec(self, group: str, options: dict, max_qps=None, profile=None) -> dict:
-        return {"kubeconfig": str(self.cluster.kubeconfig), "context": self.cluster.context,
+        return {"collections": self.collections, "kubeconfig": str(self.cluster.kubeconfig), "context": self.cluster.context,
                 "crd": f"{PLURAL}.{group}", "options": options, "max_qps": max_qps, "profile": profile}
 
     def ceiling(self, group: str, workers: int) -> dict:
