@@ -1,5 +1,5 @@
 # Entry points; README explains them.
-.PHONY: setup demo test unit integration build-kcm down bench
+.PHONY: setup demo test unit integration build-kcm down bench docs
 
 setup:            ## venv + control-plane binaries + collection link (idempotent)
 	tools/setup.sh
@@ -24,3 +24,6 @@ down:             ## stop clusters left running by `make demo`
 
 bench:            ## migration benchmark vs ceiling / in-tree / kubectl (~40 min; ARGS=--quick|--large|--reps N)
 	. tools/env.sh && python benchmarks/run.py $(ARGS)
+
+docs:             ## HTML docs site (modules, role, guides) into build/docs/html, offline
+	. tools/env.sh && tools/docs.sh

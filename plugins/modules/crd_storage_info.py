@@ -11,6 +11,10 @@ short_description: Report CRD storage versions, stored versions, object counts a
 version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
+requirements:
+  - kubernetes >= 24.2.0 (tested with 37.0.2)
+  - PyYAML >= 6.0 (reads target_manifests given as file paths)
+  - orjson (optional, faster JSON decoding)
 description:
   - Read-only discovery and plan for CustomResourceDefinitions.
   - For each selected CRD reports its versions (served, storage, deprecated), C(status.storedVersions),

@@ -11,6 +11,9 @@ short_description: Re-store every object of the selected CRDs at the current sto
 version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
+requirements:
+  - kubernetes >= 24.2.0 (tested with 37.0.2)
+  - orjson (optional, faster JSON decoding on the hot path)
 description:
   - Lists the objects of each selected CRD (metadata only, in pages) and sends each one an empty
     JSON merge patch at the storage version. The apiserver re-encodes an object only when its stored

@@ -11,6 +11,9 @@ short_description: Prove from etcd that every object of a CRD is stored at its s
 version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
+requirements:
+  - kubernetes >= 24.2.0 (tested with 37.0.2)
+  - urllib3 (a dependency of kubernetes; reads etcd's grpc-gateway)
 description:
   - Reads the selected CRDs through the API to learn group, plural and storage version, then reads every
     key of their objects straight from etcd and reports the C(apiVersion) each one is encoded at.

@@ -13,6 +13,8 @@
 #   install         ansible-galaxy collection install <tarball> into an empty path
 #   ansible-doc     ansible-doc of every module (and role) from the INSTALLED copy
 #   ee              ansible-builder introspect --sanitize (meta/execution-environment.yml)
+#   docs-site       tools/docs.sh: the HTML docs site (antsibull-docs + Sphinx, offline) from the copy,
+#                   with a page for every module, role and docs/*.md guide
 # Env: CRDOPS_SRC (tree to check, default this repo), LINT_KEEP=1 keeps the temp dir.
 set -uo pipefail
 
@@ -36,7 +38,7 @@ done
 # Copy of the tree at <tmp>/src/ansible_collections/crdops/migration (not a symlink).
 COLL="$WORK/src/ansible_collections/crdops/migration"
 mkdir -p "$COLL" "$WORK/dist" "$WORK/installed"
-tar -C "$SRC" --exclude=./tests/output --exclude=./.venv --exclude='*.tar.gz' \
+tar -C "$SRC" --exclude=./tests/output --exclude=./build --exclude=./.venv --exclude='*.tar.gz' \
     --exclude=__pycache__ --exclude=.pytest_cache --exclude=./docs/_build -cf - . \
   | tar -C "$COLL" -xf - || die "copy of $SRC to $COLL"
 cd "$COLL" || die "cd $COLL"
@@ -120,8 +122,12 @@ ee_introspect() {
 }
 check ee ee_introspect
 
+# The docs site builds from the copy, warnings as errors, nothing fetched.
+docs_site() { CRDOPS_SRC="$COLL" DOCS_OUT="$WORK/docs" "$COLL/tools/docs.sh"; }
+check docs-site docs_site
+
 if ((${#failed[@]})); then
   echo "LINT FAILED: ${failed[*]}" >&2
   exit 1
 fi
-echo "LINT OK: runtime-groups ansible-lint changelog docs build install ansible-doc ee"
+echo "LINT OK: runtime-groups ansible-lint changelog docs build install ansible-doc ee docs-site"

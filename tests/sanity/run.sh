@@ -57,7 +57,7 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/crdops-sanity.XXXXXX")"
 [[ "${SANITY_KEEP:-0}" == 1 ]] || trap 'rm -rf "$WORK"' EXIT
 DEST="$WORK/ansible_collections/crdops/migration"
 mkdir -p "$DEST"
-tar -C "$SRC" --exclude=./tests/output --exclude=./.venv --exclude='*.tar.gz' \
+tar -C "$SRC" --exclude=./tests/output --exclude=./build --exclude=./.venv --exclude='*.tar.gz' \
     --exclude=__pycache__ --exclude=.pytest_cache --exclude=./docs/_build -cf - . \
   | tar -C "$DEST" -xf - || fail "copy of $SRC to $DEST"
 echo "sanity: testing a copy at $DEST (python $PY, pip bootstrap $CACHED)"

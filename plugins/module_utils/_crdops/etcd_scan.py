@@ -131,7 +131,10 @@ class EtcdReader:
             payload = {"key": _b64(start), "range_end": _b64(end), "limit": PAGE_SIZE}
             if result.revision:
                 payload["revision"] = result.revision  # every page from the same snapshot
-            body = self._range(payload)
+            try:
+                body = self._range(payload)
+            except CrdOpsError as exc:
+                raise exc.with_context(crd=crd_name)
             if not result.revision:
                 result.revision = int(body["header"]["revision"])
             kvs = body.get("kvs", [])
