@@ -50,7 +50,7 @@ def test_conversion_webhook_down_mid_run_stops_the_pass_and_a_rerun_completes(cl
 
     progress = tmp_path / "progress.json"
     run = ModuleRun("crd_storage_migrate", dict(auth_args(cluster), names=[s.crd_name], page_size=50, workers=2,
-                                                progress_file=str(progress)))
+                                                max_qps=100, progress_file=str(progress)))
     wait_for_progress(progress, lambda st: (st.get("current") or {}).get("done", 0) >= 150)
     webhook.stop()
     result = run.result()
