@@ -77,6 +77,13 @@ options:
     description: Extra seconds to wait once every apiserver reports the storage version.
     type: float
     default: 0
+  preflight_sample:
+    description:
+      - Check mode only. The no-op write is sent with C(dryRun=All) to the first this many objects of each CRD;
+        the ones admission (webhooks, ValidatingAdmissionPolicies) or conversion would refuse are returned in
+        RV(crds[].predicted_rejections). V(0) sends no dry-run.
+    type: int
+    default: 5
   max_qps:
     description: Cap on requests per second (token bucket shared by all workers). Unset means no cap.
     type: float
@@ -159,6 +166,17 @@ crds:
     record: {description: The migration record written., type: dict, returned: always}
     record_written: {description: The record annotation was written., type: bool, returned: always}
     record_error: {description: Why the record could not be written., type: str, returned: always}
+    predicted_rejections:
+      description:
+        - Check mode. Sampled objects (O(preflight_sample)) whose C(dryRun=All) no-op write the API refused,
+          with C(namespace), C(name), HTTP C(status), error C(kind) and the API's C(message).
+      type: list
+      elements: dict
+      returned: always
+    barrier:
+      description: The HA barrier before the pass (every endpoint and the version it reported, seconds waited); null in check mode.
+      type: dict
+      returned: when a pass ran
 totals:
   description: Sums over all CRDs (listed, rewritten, unchanged, gone, failed, throttled).
   returned: always
@@ -220,6 +238,7 @@ def main():
         apiserver_endpoints=dict(type="list", elements="str", default=[]),
         barrier_timeout=dict(type="float", default=60),
         barrier_settle=dict(type="float", default=0),
+        preflight_sample=dict(type="int", default=5),
     )), supports_check_mode=True)
     p = m.params
     result = dict(changed=False, crds=[], totals=dict((k, 0) for k in TOTAL_KEYS))
@@ -228,7 +247,8 @@ def main():
     if p["retry_deadline"] < 0:
         m.module.fail_json(msg="retry_deadline must be >= 0, got %s" % p["retry_deadline"], **result)
     options = RestoreOptions(page_size=p["page_size"], workers=p["workers"], max_failures=p["max_failures"],
-                             check_mode=m.check_mode, write_record=p["write_record"], use_checkpoint=p["resume"])
+                             check_mode=m.check_mode, write_record=p["write_record"], use_checkpoint=p["resume"],
+                             preflight_sample=max(p["preflight_sample"], 0))
     try:
         options.validate()
         selection = m.selection()

@@ -14,6 +14,7 @@ import pytest
 
 from tests.controlplane.binaries import find_binaries
 from tests.controlplane.cluster import Cluster, admin_kube, start_cluster
+from tests.controlplane.existing import existing_cluster_from_env
 from tests.controlplane.kube import Kube
 
 _COUNTER = itertools.count()
@@ -21,6 +22,8 @@ _COUNTER = itertools.count()
 
 @pytest.fixture(scope="session")
 def binaries():
+    if existing_cluster_from_env() is not None:
+        pytest.skip("existing-cluster mode (CRDOPS_KUBECONFIG): this test starts its own control plane")
     return find_binaries()
 
 
@@ -30,15 +33,20 @@ def workdir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def cluster(binaries, workdir) -> Cluster:
-    c = start_cluster("test-a", workdir / "test-a", binaries)
+def cluster(workdir) -> Cluster:
+    existing = existing_cluster_from_env()
+    if existing is not None:
+        yield existing
+        existing.stop()
+        return
+    c = start_cluster("test-a", workdir / "test-a", find_binaries())
     yield c
     c.stop()
 
 
 @pytest.fixture(scope="session")
 def kube(cluster) -> Kube:
-    return admin_kube(cluster)
+    return cluster.kube() if hasattr(cluster, "kube") else admin_kube(cluster)
 
 
 @pytest.fixture()
