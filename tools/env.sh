@@ -7,5 +7,7 @@ _req_hash=$(cat "$REPO_ROOT/requirements.txt" "$REPO_ROOT/test-requirements.txt"
 VENV="${CRDOPS_VENV:-$CRDOPS_CACHE/venv-$_req_hash}"
 export CRDOPS_CACHE REPO_ROOT VENV
 export PATH="$VENV/bin:$PATH"
-export ANSIBLE_COLLECTIONS_PATH="$CRDOPS_CACHE/collections"
+# one collections dir per checkout, so two checkouts on one machine never swap each other's link
+_repo_hash=$(printf '%s' "$REPO_ROOT" | sha256sum | cut -c1-12)
+export ANSIBLE_COLLECTIONS_PATH="$CRDOPS_CACHE/collections/$_repo_hash"
 export PYTHONPATH="$REPO_ROOT${PYTHONPATH:+:$PYTHONPATH}"
