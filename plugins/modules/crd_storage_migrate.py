@@ -213,7 +213,7 @@ def write_progress(path, data):
 
 def problem_of(entry):
     if entry.get("aborted_reason"):
-        return "pass stopped: %s" % entry["aborted_reason"]
+        return "[CRD %s] pass stopped: %s" % (entry["name"], entry["aborted_reason"])
     if entry.get("failed"):
         first = (entry.get("first_failures") or [{}])[0]
         obj = "/".join(x for x in (first.get("namespace"), first.get("name")) if x)

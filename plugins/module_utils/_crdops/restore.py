@@ -322,7 +322,7 @@ def migrate_crd(
                     drain(inflight.popleft())
         except CrdOpsError as exc:
             # listing/probe failure (conversion webhook, 403, connection): stop the pass
-            abort_reason.append(str(exc))
+            abort_reason.append(str(exc.with_context(cluster=transport.cluster_label, crd=crd.name)))
             abort.set()
         while inflight:
             drain(inflight.popleft())
