@@ -67,7 +67,7 @@ def main() -> int:
             if value in text:
                 findings.append({"file": f.name, "what": "kubeconfig content (%s)" % kc.name, "value": value[:40]})
                 break
-    print(json.dumps({"files": [f.name for f in files], "keys_checked": len({k for k, _ in secrets}),
+    print(json.dumps({"files": [f.name for f in files], "keys_checked": len({pair[0] for pair in secrets}),
                       "kubeconfig_values_checked": len(kube_values), "findings": findings}))
     return 1 if findings or len(files) < 3 else 0
 

@@ -155,6 +155,22 @@ def test_check_mode_writes_nothing():
     assert not r.record_written and r.check_mode
 
 
+def test_check_mode_predicts_rejections_on_a_sample_of_preflight_sample_objects():
+    c = cluster_with(25)
+
+    def hook(method, path, q, body):
+        if method == "PATCH" and q.get("dryRun") == "All":
+            return status(403, "change freeze: updates are frozen", "Forbidden")
+    c.hooks.append(hook)
+    r = run(c, check_mode=True, preflight_sample=3)
+    assert c.writes() == [] and len(c.dry_runs()) == 3 and r.listed == 25
+    assert len(r.predicted_rejections) == 3
+    assert all(x["status"] == 403 and "change freeze" in x["message"] for x in r.predicted_rejections)
+    c0 = cluster_with(5)
+    r0 = run(c0, check_mode=True, preflight_sample=0)
+    assert c0.dry_runs() == [] and r0.predicted_rejections == [] and r0.listed == 5
+
+
 def test_bad_input_raises_before_any_request():
     c = cluster_with(3)
     crd = get_crd(c, NAME)
