@@ -487,7 +487,12 @@ def main() -> int:
                         record("rerun", n, rep, out, ok, counts)
                         bench.drop(g)
                     elif c == "ansible" and "ansible" not in skip:
-                        contender("a", "ansible", n, rep, lambda g: bench.ansible(g, W))
+                        g = contender("a", "ansible", n, rep, lambda g: bench.ansible(g, W), keep=True)
+                        # the same playbook again, as a user reruns it: the migration record skips the CRD
+                        out = bench.ansible(g, W)
+                        ok, counts = bench.verify(g, n)
+                        record("rerun-ansible", n, rep, out, ok, counts)
+                        bench.drop(g)
                     elif c == "intree" and "intree" not in skip:
                         def intree(g, n=n, rep=rep):
                             out = bench.intree(g)
@@ -602,7 +607,8 @@ def report(args, raw, sizes, reps, W, fleet_n, cmdline, total, svm_info, seed_ra
     def med(contender, n, key="seconds"):
         return summarize([r[key] for r in raw if r["contender"] == contender and r["n"] == n and r[key] is not None])
 
-    contenders = ["ceiling", "ours-best", "ours-default", "ansible", "rerun", "in-tree", "in-tree-active", "kubectl"]
+    contenders = ["ceiling", "ours-best", "ours-default", "ansible", "rerun", "rerun-ansible", "in-tree",
+                  "in-tree-active", "kubectl"]
     lines = []
     lines.append("| contender | N | median s | min–max s | median obj/s | runs | verified in etcd |")
     lines.append("|---|---:|---:|---:|---:|---:|---|")
@@ -650,7 +656,10 @@ def report(args, raw, sizes, reps, W, fleet_n, cmdline, total, svm_info, seed_ra
         if not math.isnan(a):
             add(f"ansible-playbook/ours direct time @ {n:,}", a / o, "", None)
         r = med("rerun", n)["median"]
-        add(f"rerun/first time @ {n:,}", r / o, "≤ 0.6", r / o <= 0.6)
+        add(f"forced re-pass/first time (engine, force) @ {n:,}", r / o, "≤ 0.6", r / o <= 0.6)
+        ra = med("rerun-ansible", n)["median"]
+        if not (math.isnan(ra) or math.isnan(a)):
+            add(f"rerun/first time (ansible-playbook, record skips) @ {n:,}", ra / a, "≤ 0.6", ra / a <= 0.6)
     f3, f1 = (summarize([r["seconds"] for r in raw if r["contender"] == c])["median"] for c in ("fleet-3", "fleet-1"))
     if not (math.isnan(f3) or math.isnan(f1)):
         add("fleet (3 clusters)/single time", f3 / f1, "≤ 1.3", f3 / f1 <= 1.3)
@@ -696,6 +705,8 @@ def report(args, raw, sizes, reps, W, fleet_n, cmdline, total, svm_info, seed_ra
         ("ansible", f"`ansible-playbook` with one `crdops.migration.crd_storage_migrate` task, `workers={W}`; wall clock "
                     "including Ansible start-up"),
         ("rerun", "`ours-best` again on the data it just migrated (force re-pass: every write is elided by the apiserver)"),
+        ("rerun-ansible", "the `ansible` playbook run again on the data it just migrated, as a user reruns it: the "
+                          "migration record written by the first run makes the module skip the CRD"),
         ("in-tree", "kube-controller-manager 1.37.2, `--controllers=garbage-collector-controller,namespace-controller,"
                     "storage-version-migrator-controller`, default QPS, started after the data is seeded; timed from "
                     "creating the StorageVersionMigration to its `Succeeded` condition (KCM start and the garbage "
@@ -780,7 +791,8 @@ def plot(raw, sizes, rss, png: Path) -> bool:
         print("matplotlib not installed: no PNG")
         return False
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for c in ["ceiling", "ours-best", "ours-default", "ansible", "rerun", "in-tree", "in-tree-active", "kubectl"]:
+    for c in ["ceiling", "ours-best", "ours-default", "ansible", "rerun", "rerun-ansible", "in-tree",
+              "in-tree-active", "kubectl"]:
         xs, ys = [], []
         for n in sizes:
             s = summarize([r["seconds"] for r in raw if r["contender"] == c and r["n"] == n])
