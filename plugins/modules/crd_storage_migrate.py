@@ -188,40 +188,13 @@ cluster:
   type: str
 '''
 
-import json
-import os
-import tempfile
-import time
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import CrdOpsModule, argument_spec
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import validate_record
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.barrier import wait_for_storage_version
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import (
-    CrdResult, RestoreOptions, check_migratable, migrate_crd)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (
+    ProgressFile, RunOptions, RunResult, run_migration)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import select_crds
-
-TOTAL_KEYS = ("listed", "rewritten", "unchanged", "gone", "failed", "throttled")
-
-
-def write_progress(path, data):
-    fd, tmp = tempfile.mkstemp(prefix=".crdops-progress-", dir=os.path.dirname(os.path.abspath(path)))
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f)
-    os.replace(tmp, path)
-
-
-def problem_of(entry):
-    if entry.get("aborted_reason"):
-        return "[CRD %s] pass stopped: %s" % (entry["name"], entry["aborted_reason"])
-    if entry.get("failed"):
-        first = (entry.get("first_failures") or [{}])[0]
-        obj = "/".join(x for x in (first.get("namespace"), first.get("name")) if x)
-        return "[CRD %s] %d objects failed; first: %s (HTTP %s): %s" % (
-            entry["name"], entry["failed"], obj, first.get("status"), first.get("message"))
-    if entry.get("record_error"):
-        return entry["record_error"]
-    return None
 
 
 def main():
@@ -241,81 +214,40 @@ def main():
         preflight_sample=dict(type="int", default=5),
     )), supports_check_mode=True)
     p = m.params
-    result = dict(changed=False, crds=[], totals=dict((k, 0) for k in TOTAL_KEYS))
+    run = RunResult()
     if p["max_qps"] is not None and p["max_qps"] <= 0:
-        m.module.fail_json(msg="max_qps must be > 0, got %s" % p["max_qps"], **result)
+        m.module.fail_json(msg="max_qps must be > 0, got %s" % p["max_qps"], changed=False)
     if p["retry_deadline"] < 0:
-        m.module.fail_json(msg="retry_deadline must be >= 0, got %s" % p["retry_deadline"], **result)
-    options = RestoreOptions(page_size=p["page_size"], workers=p["workers"], max_failures=p["max_failures"],
-                             check_mode=m.check_mode, write_record=p["write_record"], use_checkpoint=p["resume"],
-                             preflight_sample=max(p["preflight_sample"], 0))
+        m.module.fail_json(msg="retry_deadline must be >= 0, got %s" % p["retry_deadline"], changed=False)
+    options = RunOptions(
+        restore=RestoreOptions(page_size=p["page_size"], workers=p["workers"], max_failures=p["max_failures"],
+                               check_mode=m.check_mode, write_record=p["write_record"], use_checkpoint=p["resume"],
+                               preflight_sample=max(p["preflight_sample"], 0)),
+        force=p["force"], barrier_timeout=p["barrier_timeout"], barrier_settle=p["barrier_settle"])
     try:
-        options.validate()
+        options.restore.validate()
         selection = m.selection()
         selection.validate()
     except CrdOpsError as exc:
-        m.fail(exc, **result)
+        m.fail(exc, changed=False)
     transport = m.connect(pool_size=p["workers"] + 2, retry_deadline=p["retry_deadline"], max_qps=p["max_qps"])
     cluster = transport.cluster_label
-    # every apiserver must write the new storage version before the pass (HA barrier)
+    # every apiserver must write the new storage version before a pass starts (HA barrier)
     barrier_transports = dict([(transport.base_url, transport)] + [
         (ep.rstrip("/"), transport.for_endpoint(ep)) for ep in p["apiserver_endpoints"]])
-    result["cluster"] = cluster
-    progress_state = dict(cluster=cluster, crds_total=0, crds_done=0, current=None, check_mode=m.check_mode)
-
-    def progress(info=None):
-        if p["progress_file"]:
-            if info is not None:
-                progress_state["current"] = info
-            progress_state["updated_at"] = time.time()
-            try:
-                write_progress(p["progress_file"], progress_state)
-            except OSError as exc:
-                m.module.warn("cannot write progress_file %s: %s" % (p["progress_file"], exc))
-
+    progress = ProgressFile(p["progress_file"], cluster, m.check_mode, m.module.warn)
     try:
-        crds = select_crds(transport, selection)
-        progress_state["crds_total"] = len(crds)
-        for crd in crds:  # every selected CRD is checked before the first write
-            check_migratable(crd, cluster)
-        for crd in crds:
-            skip = None
-            had_valid_record = validate_record(crd).ok
-            if not p["force"]:
-                if not crd.needs_migration:
-                    skip = "status.storedVersions is already [%s]" % crd.storage_version
-                elif had_valid_record:
-                    skip = "a valid migration record exists for storage version %s" % crd.storage_version
-            if skip:
-                entry = CrdResult(crd=crd.name, storage_version=crd.storage_version,
-                                  stored_versions=list(crd.stored_versions), complete=True).to_dict()
-            else:
-                barrier = None
-                if not m.check_mode:
-                    barrier = wait_for_storage_version(barrier_transports, crd, p["barrier_timeout"],
-                                                       p["barrier_settle"]).to_dict()
-                entry = migrate_crd(transport, crd, options, progress=progress).to_dict()
-                entry["barrier"] = barrier
-            entry["skipped"] = skip
-            result["crds"].append(entry)
-            for k in TOTAL_KEYS:
-                result["totals"][k] += entry.get(k) or 0
-            progress_state["crds_done"] += 1
-            progress()
-            # refreshing a record that was already valid (force=true) is not a change worth reporting
-            first_record = entry["record_written"] and not had_valid_record
-            if not skip and (entry["rewritten"] or first_record or m.check_mode):
-                result["changed"] = True
+        run_migration(transport, select_crds(transport, selection), options, barrier_transports, progress, run)
     except CrdOpsError as exc:
-        m.fail(exc.with_context(cluster=cluster), **result)
+        m.fail(exc.with_context(cluster=cluster), changed=run.changed, crds=run.crds, totals=run.totals,
+               cluster=cluster)
     finally:
-        close = getattr(transport, "close", None)
-        if callable(close):
-            close()
-    problems = [x for x in (problem_of(e) for e in result["crds"]) if x]
+        transport.close()
+    result = dict(changed=run.changed, crds=run.crds, totals=run.totals, cluster=cluster)
+    problems = run.problems()
     if problems:
-        msg = "cluster %s: %d CRD(s) not fully migrated: %s" % (cluster, len(problems), "; ".join(problems))
-        m.module.fail_json(msg=msg, **result)
+        m.module.fail_json(msg="cluster %s: %d CRD(s) not fully migrated: %s" % (cluster, len(problems),
+                                                                                  "; ".join(problems)), **result)
     m.module.exit_json(**result)
 
 

@@ -183,6 +183,9 @@ class FakeCluster(object):
         return resp(200, {"metadata": {"namespace": obj["ns"] or None, "name": obj["name"],
                                        "resourceVersion": obj["rv"]}})
 
+    def close(self):
+        self.closed = True
+
     def _discovery(self, group, version):
         resources = []
         for crd in self.crds.values():
