@@ -246,8 +246,8 @@ def main():
     result = dict(changed=run.changed, crds=run.crds, totals=run.totals, cluster=cluster)
     problems = run.problems()
     if problems:
-        m.module.fail_json(msg="cluster %s: %d CRD(s) not fully migrated: %s" % (cluster, len(problems),
-                                                                                  "; ".join(problems)), **result)
+        msg = "cluster %s: %d CRD(s) not fully migrated: %s" % (cluster, len(problems), "; ".join(problems))
+        m.module.fail_json(msg=msg, **result)
     m.module.exit_json(**result)
 
 

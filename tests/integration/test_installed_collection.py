@@ -39,8 +39,8 @@ def test_playbook_runs_from_the_installed_tarball(cluster, kube, group, tmp_path
             {"name": "Plan", "crdops.migration.crd_storage_info": {"names": [s.crd_name]}, "register": "plan"},
             {"name": "Re-store", "crdops.migration.crd_storage_migrate": {"names": [s.crd_name]}, "register": "run"},
             {"name": "Trim", "crdops.migration.crd_stored_versions_trim": {"names": [s.crd_name]}},
-            {"name": "Show", "ansible.builtin.debug": {"msg": "{{ {'plan': plan.crds[0].needs_migration, "
-                                                                  "'rewritten': run.crds[0].rewritten} | to_json }}"}},
+            {"name": "Show", "ansible.builtin.debug": {
+                "msg": "{{ {'plan': plan.crds[0].needs_migration, 'rewritten': run.crds[0].rewritten} | to_json }}"}},
         ]}]))
     # only the installed copy (and the collections that ship with the `ansible` package) are on the path
     import ansible_collections
