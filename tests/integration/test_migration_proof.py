@@ -227,3 +227,35 @@ def test_bad_input_names_the_problem_and_writes_nothing(cluster, kube, group, tm
 
     assert keys_written_since(cluster.etcd_url, before) == []
     assert scan_storage(cluster.etcd_url, group, s.plural).counts == {s.old(): 5}
+
+
+def test_a_spec_change_after_the_pass_makes_the_record_stale(cluster, kube, group):
+    s = seed_old_objects(kube, group, 30)
+    assert not migrate(cluster, s).get("failed")
+    generation = kube.get_crd(s.crd_name)["metadata"]["generation"]
+    changed = crd_at(s, "v1beta1", served=("v1alpha1", "v1beta1", "v1"))  # a new served version: generation + 1
+    kube.apply_crd(changed)
+    assert kube.get_crd(s.crd_name)["metadata"]["generation"] == generation + 1
+    refused = trim(cluster, s)
+    assert refused["failed"] is True and "generation" in refused["msg"].lower(), refused["msg"]
+    assert stored_versions(kube, s) == ["v1alpha1", "v1beta1"]
+
+
+def test_a_crd_changed_during_the_pass_gets_no_record(cluster, kube, group, tmp_path):
+    from tests.integration.modrun import ModuleRun, wait_for_progress
+    s = seed_old_objects(kube, group, 1200)
+    progress = tmp_path / "progress.json"
+    run = ModuleRun("crd_storage_migrate", dict(auth_args(cluster), names=[s.crd_name], page_size=100, workers=2,
+                                                max_qps=200, progress_file=str(progress)))
+    wait_for_progress(progress, lambda st: (st.get("current") or {}).get("done", 0) >= 200)
+    kube.apply_crd(crd_at(s, "v1beta1", served=("v1alpha1", "v1beta1", "v1")))  # generation moves mid-pass
+    result = run.result()
+    entry = only_crd(result)
+    assert result["failed"] is True
+    assert entry["record_written"] is False and entry["record_error"], entry
+    assert "generation" in entry["record_error"].lower()
+    annotations = kube.get_crd(s.crd_name)["metadata"].get("annotations") or {}
+    assert "migration.crdops.io/storage-migration" not in annotations
+    assert trim(cluster, s)["failed"] is True
+    # every object was still re-stored: the pass itself was complete, only its proof is refused
+    assert scan_storage(cluster.etcd_url, group, s.plural).counts == {s.new(): 1200}

@@ -40,9 +40,9 @@ def test_fleet_upgrade_with_the_shipped_clusterrole(cluster, kube, group, tmp_pa
     site = os.path.dirname(list(ansible_collections.__path__)[-1])
     env.update(ANSIBLE_COLLECTIONS_PATH=f"{COLLECTIONS_PATH}:{site}", ANSIBLE_NOCOLOR="1",
                ANSIBLE_LOCALHOST_WARNING="false")
+    extra_vars = json.dumps({"crd_upgrade_waves": [1], "crd_upgrade_report_dir": str(report_dir)})
     proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "inventory.yml"),
-                           str(REPO / "playbooks" / "fleet_upgrade.yml"), "-e", json.dumps({"crd_upgrade_waves": [1],
-                                                                           "crd_upgrade_report_dir": str(report_dir)})],
+                           str(REPO / "playbooks" / "fleet_upgrade.yml"), "-e", extra_vars],
                           capture_output=True, text=True, env=env, timeout=900, check=False)
     assert proc.returncode == 0, proc.stdout[-5000:]
 
