@@ -1,4 +1,5 @@
 # Entry points; README explains them.
+SHELL := /bin/bash
 .PHONY: setup demo test unit integration build-kcm down bench docs
 
 setup:            ## venv + control-plane binaries + collection link (idempotent)
