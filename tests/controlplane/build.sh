@@ -135,7 +135,10 @@ build_kube() {
     local pkgs=()
     for t in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$t"); done
     mkdir -p out
-    CGO_ENABLED=0 /usr/bin/time -v go build -trimpath -ldflags "$ldf" -o out/ "${pkgs[@]}"
+    # GNU time (when present) records wall time and peak memory of the build in the log
+    local timer=()
+    if [[ -x /usr/bin/time ]]; then timer=(/usr/bin/time -v); fi
+    CGO_ENABLED=0 "${timer[@]}" go build -trimpath -ldflags "$ldf" -o out/ "${pkgs[@]}"
     for t in "${missing[@]}"; do mv "out/$t" "$KUBE_OUT/$t"; done
   ) >"$log" 2>&1 || fail_build "kubernetes $KUBE_VERSION" "$log"
 }
