@@ -74,3 +74,20 @@ def wait_for_progress(path, predicate, timeout: float = 120) -> dict:
 
 def auth_args(cluster, context: str | None = None) -> dict:
     return {"kubeconfig": str(cluster.kubeconfig), "context": context or cluster.contexts()[0]}
+
+
+def ansible_env(collections_path: str = COLLECTIONS_PATH) -> dict:
+    """Environment for ansible-* commands: only `collections_path` and the collections that ship with the
+    `ansible` package (kubernetes.core) are found; no ANSIBLE_* or K8S_AUTH_* from the caller leaks in."""
+    import ansible_collections
+    site = os.path.dirname(list(ansible_collections.__path__)[-1])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "K8S_AUTH_"))}
+    env.update(ANSIBLE_COLLECTIONS_PATH=f"{collections_path}:{site}", ANSIBLE_NOCOLOR="1",
+               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
+    return env
+
+
+def ansible_playbook(*args: str, env: dict | None = None, cwd=None, timeout: float = 900) -> subprocess.CompletedProcess:
+    """Run ansible-playbook from this interpreter's environment; the caller asserts on the outcome."""
+    return subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), *args], capture_output=True,
+                          text=True, env=env or ansible_env(), cwd=cwd, timeout=timeout, check=False)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import yaml
 
 from tests.controlplane.etcd_reader import scan_storage
+from tests.integration.modrun import ansible_env
 from tests.integration.seed import seed_old_objects
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,11 +43,7 @@ def test_playbook_runs_from_the_installed_tarball(cluster, kube, group, tmp_path
                 "msg": "{{ {'plan': plan.crds[0].needs_migration, 'rewritten': run.crds[0].rewritten} | to_json }}"}},
         ]}]))
     # only the installed copy (and the collections that ship with the `ansible` package) are on the path
-    import ansible_collections
-    site = os.path.dirname(list(ansible_collections.__path__)[-1])
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "K8S_AUTH_"))}
-    env.update(ANSIBLE_COLLECTIONS_PATH=f"{installed}:{site}", ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="false",
-               ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default")
+    env = dict(ansible_env(str(installed)), ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default")
     proc = _run([str(BIN / "ansible-playbook"), str(playbook), "-v"], env=env, cwd=tmp_path)
     assert "ok=4" in proc.stdout and "failed=0" in proc.stdout
     assert '{"plan": true, "rewritten": 60}' in proc.stdout.replace('\\"', '"'), proc.stdout[-2000:]

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -11,7 +9,7 @@ import yaml
 
 from tests.controlplane.etcd_reader import scan_storage
 from tests.integration import reliability
-from tests.integration.modrun import COLLECTIONS_PATH
+from tests.integration.modrun import ansible_playbook
 from tests.integration.seed import crd_at, seed_old_objects
 from tests.integration.test_security import service_account_token, shipped_rules
 
@@ -35,15 +33,9 @@ def test_fleet_upgrade_with_the_shipped_clusterrole(cluster, kube, group, tmp_pa
         "crd_upgrade_crd_names": [s.crd_name],
         "crd_upgrade_settle_seconds": 1}}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "K8S_AUTH_"))}
-    import ansible_collections
-    site = os.path.dirname(list(ansible_collections.__path__)[-1])
-    env.update(ANSIBLE_COLLECTIONS_PATH=f"{COLLECTIONS_PATH}:{site}", ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="false")
     extra_vars = json.dumps({"crd_upgrade_waves": [1], "crd_upgrade_report_dir": str(report_dir)})
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "inventory.yml"),
-                           str(REPO / "playbooks" / "fleet_upgrade.yml"), "-e", extra_vars],
-                          capture_output=True, text=True, env=env, timeout=900, check=False)
+    proc = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(REPO / "playbooks" / "fleet_upgrade.yml"),
+                            "-e", extra_vars)
     assert proc.returncode == 0, proc.stdout[-5000:]
 
     crd = kube.get_crd(s.crd_name)

@@ -2,14 +2,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import yaml
 
-from tests.integration.modrun import COLLECTIONS_PATH
+from tests.integration.modrun import ansible_playbook
 from tests.integration.seed import crd_at, seed_old_objects
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,15 +34,9 @@ def test_a_refused_release_is_not_half_applied(cluster, kube, group, tmp_path):
         "crd_upgrade_crd_names": [widgets.crd_name, gadgets.crd_name],
         "crd_upgrade_settle_seconds": 0}}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
-    import ansible_collections
-    site = os.path.dirname(list(ansible_collections.__path__)[-1])
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "K8S_AUTH_"))}
-    env.update(ANSIBLE_COLLECTIONS_PATH=f"{COLLECTIONS_PATH}:{site}", ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="false")
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "inventory.yml"),
-                           str(REPO / "playbooks" / "fleet_upgrade.yml"),
-                           "-e", json.dumps({"crd_upgrade_waves": [1], "crd_upgrade_report_dir": str(tmp_path / "r")})],
-                          capture_output=True, text=True, env=env, timeout=900, check=False)
+    extra_vars = json.dumps({"crd_upgrade_waves": [1], "crd_upgrade_report_dir": str(tmp_path / "r")})
+    proc = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(REPO / "playbooks" / "fleet_upgrade.yml"),
+                            "-e", extra_vars)
     assert proc.returncode != 0
     assert "refused by the apiserver (dry-run)" in proc.stdout, proc.stdout[-4000:]
     assert gadgets.crd_name in proc.stdout

@@ -3,9 +3,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +11,7 @@ import yaml
 from tests.controlplane.etcd_reader import keys_written_since, current_revision, scan_storage
 from tests.controlplane.kube import Kube, KubeError, make_crd
 from tests.integration import reliability
-from tests.integration.modrun import COLLECTIONS_PATH, auth_args, run_module
+from tests.integration.modrun import ansible_playbook, auth_args, run_module
 from tests.integration.seed import seed_old_objects
 
 REPO = Path(__file__).resolve().parents[2]
@@ -186,11 +183,7 @@ def test_secrets_never_appear_in_results_or_verbose_output(cluster, kube, group,
             {"name": "inline kubeconfig, failing", "crdops.migration.crd_storage_info": {
                 "kubeconfig": "{{ inline }}", "names": ["nope.example.com"]}, "ignore_errors": True},
         ]}]))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_PATH, ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-vvv", str(playbook),
-                           "-e", json.dumps({"tok": token, "inline": inline})],
-                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    proc = ansible_playbook("-vvv", str(playbook), "-e", json.dumps({"tok": token, "inline": inline}), timeout=300)
     outputs.append(proc.stdout + proc.stderr)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "migration record" in proc.stdout or "ok=3" in proc.stdout

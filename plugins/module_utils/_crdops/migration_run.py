@@ -61,12 +61,12 @@ def problem_of(entry: Dict[str, Any]) -> Optional[str]:
     return None
 
 
-def skip_reason(crd: Crd, force: bool) -> Optional[str]:
+def skip_reason(crd: Crd, force: bool, has_valid_record: bool) -> Optional[str]:
     if force:
         return None
     if not crd.needs_migration:
         return "status.storedVersions is already [%s]" % crd.storage_version
-    if validate_record(crd).ok:
+    if has_valid_record:
         return "a valid migration record exists for storage version %s" % crd.storage_version
     return None
 
@@ -107,7 +107,7 @@ def run_migration(transport: Transport, crds: List[Crd], options: RunOptions,
     progress.state["crds_total"] = len(crds)
     for crd in crds:
         had_valid_record = validate_record(crd).ok
-        skip = skip_reason(crd, options.force)
+        skip = skip_reason(crd, options.force, had_valid_record)
         if skip:
             entry = CrdResult(crd=crd.name, storage_version=crd.storage_version,
                               stored_versions=list(crd.stored_versions), complete=True).to_dict()
