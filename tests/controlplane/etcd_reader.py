@@ -69,26 +69,33 @@ class StorageScan:
         return sorted(k for k, v in self.keys.items() if v != api_version)
 
 
-def scan_storage(etcd_url: str, group: str, plural: str, etcd_prefix: str = "/registry") -> StorageScan:
-    prefix = f"{etcd_prefix.rstrip('/')}/{group}/{plural}/".encode()
-    end = _prefix_end(prefix)
-    start = prefix
-    revision = 0
-    scan = StorageScan(prefix=prefix.decode(), revision=0)
+def resource_prefix(group: str, plural: str, etcd_prefix: str = "/registry") -> bytes:
+    """Keys of one resource; the trailing / keeps a sibling plural sharing the prefix out."""
+    return f"{etcd_prefix.rstrip('/')}/{group}/{plural}/".encode()
+
+
+def read_range(etcd_url: str, prefix: bytes) -> tuple[int, list[tuple[bytes, bytes]]]:
+    """Every (key, value) under `prefix`, paged, all pages from one snapshot (the first page's revision)."""
+    end, start, revision, pairs = _prefix_end(prefix), prefix, 0, []
     while True:
         payload = {"key": _b64(start), "range_end": _b64(end), "limit": PAGE}
         if revision:
-            payload["revision"] = revision  # one consistent snapshot across pages
+            payload["revision"] = revision
         body = _post(etcd_url, "/v3/kv/range", payload)
         revision = revision or int(body["header"]["revision"])
         kvs = body.get("kvs", [])
-        for kv in kvs:
-            key = base64.b64decode(kv["key"])
-            scan.keys[key.decode(errors="replace")] = encoding_of(base64.b64decode(kv.get("value", "")))
+        pairs.extend((base64.b64decode(kv["key"]), base64.b64decode(kv.get("value", ""))) for kv in kvs)
         if not body.get("more") or not kvs:
-            break
+            return revision, pairs
         start = base64.b64decode(kvs[-1]["key"]) + b"\x00"
-    scan.revision = revision
+
+
+def scan_storage(etcd_url: str, group: str, plural: str, etcd_prefix: str = "/registry") -> StorageScan:
+    prefix = resource_prefix(group, plural, etcd_prefix)
+    revision, pairs = read_range(etcd_url, prefix)
+    scan = StorageScan(prefix=prefix.decode(), revision=revision)
+    for key, value in pairs:
+        scan.keys[key.decode(errors="replace")] = encoding_of(value)
     return scan
 
 

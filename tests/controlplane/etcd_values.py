@@ -9,34 +9,22 @@ grpc-gateway; the apiserver is not involved, so this shows what is really stored
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import sys
 from collections import Counter
 
-from .etcd_reader import PAGE, _b64, _post, _prefix_end
+from .etcd_reader import read_range, resource_prefix
 
 
 def read_values(etcd_url: str, group: str, plural: str, etcd_prefix: str = "/registry") -> tuple[int, dict[str, dict]]:
     """Every key of the resource and its decoded JSON value (values that are not JSON map to {})."""
-    prefix = f"{etcd_prefix.rstrip('/')}/{group}/{plural}/".encode()
-    end, start, revision, out = _prefix_end(prefix), prefix, 0, {}
-    while True:
-        payload = {"key": _b64(start), "range_end": _b64(end), "limit": PAGE}
-        if revision:
-            payload["revision"] = revision
-        body = _post(etcd_url, "/v3/kv/range", payload)
-        revision = revision or int(body["header"]["revision"])
-        kvs = body.get("kvs", [])
-        for kv in kvs:
-            key = base64.b64decode(kv["key"]).decode(errors="replace")
-            try:
-                out[key] = json.loads(base64.b64decode(kv.get("value", "")))
-            except ValueError:
-                out[key] = {}
-        if not body.get("more") or not kvs:
-            break
-        start = base64.b64decode(kvs[-1]["key"]) + b"\x00"
+    revision, pairs = read_range(etcd_url, resource_prefix(group, plural, etcd_prefix))
+    out = {}
+    for key, value in pairs:
+        try:
+            out[key.decode(errors="replace")] = json.loads(value)
+        except ValueError:
+            out[key.decode(errors="replace")] = {}
     return revision, out
 
 
