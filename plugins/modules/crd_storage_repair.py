@@ -28,8 +28,8 @@ description:
     convert CR from an invalid group/version: <group>/<version>)); otherwise the versions of the CRD in
     O(previous_manifests) that the live CRD lacks. When none of them tells, the module refuses and says
     what to give."
-  - The schema of an added version is taken from O(previous_manifests) when that release has the version,
-    else a permissive one (C(type: object), C(x-kubernetes-preserve-unknown-fields: true)) that keeps every field.
+  - "The schema of an added version is taken from O(previous_manifests) when that release has the version,
+    else a permissive one (C(type: object), C(x-kubernetes-preserve-unknown-fields: true)) that keeps every field."
   - Both CRD edits carry the C(resourceVersion) that was read (optimistic lock), so they fail instead of
     overwriting a CRD somebody changed meanwhile. The versions added are recorded in the annotation
     C(migration.crdops.io/storage-repair) in the same write; a rerun after an interruption continues from

@@ -1,0 +1,170 @@
+"""Repair of an unreadable resource (issue 10, finding 2), on a real kube-apiserver + etcd.
+
+The broken state is built exactly as users reach it: objects stored at v1, storage flipped to v2, only some
+(or none) of them re-stored, status.storedVersions set to [v2] by hand through the status subresource, and
+release N+1 (v2 only) applied. Every LIST then fails with HTTP 500 StorageReadError. The repair must leave
+every object readable, every key in etcd at v2, spec.versions [v2] and storedVersions [v2]; its check mode
+must write nothing.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from tests.controlplane.etcd_reader import current_revision, keys_written_since, scan_storage
+from tests.controlplane.kube import KubeError, make_crd, objects_path
+from tests.integration import reliability
+from tests.integration.modrun import ansible_playbook, auth_args, run_module
+from tests.integration.seed import Seeded, create_objects
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA_V1 = {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+    "index": {"type": "integer"}, "filler": {"type": "string"}}}}}}
+
+
+def crd(s: Seeded, versions: list[tuple[str, bool, bool]]) -> dict:
+    return make_crd(s.group, s.plural, s.kind, versions, s.scope)
+
+
+def list_all(kube, s: Seeded, version: str = "v2") -> list[dict]:
+    return kube.get(objects_path(s.group, version, s.plural))["items"]
+
+
+def build_finding_2(kube, group: str, count: int, restored: int, namespaces=None) -> Seeded:
+    """Objects at v1; storage flipped to v2; `restored` of them re-stored; storedVersions [v2] by hand;
+    release N+1 (v2 only) applied. Returns once every LIST fails with 500 StorageReadError."""
+    s = Seeded(group, "gizmos", "Gizmo", "Namespaced" if namespaces else "Cluster")
+    kube.apply_crd(crd(s, [("v1", True, True)]))
+    refs = create_objects(kube, s, "v1", count, namespaces)
+    kube.apply_crd(crd(s, [("v1", True, False), ("v2", True, True)]))
+    for ns, name in refs[:restored]:
+        kube.merge_patch(objects_path(group, "v2", s.plural, ns, name), {})
+    path = kube.crd_path(s.crd_name)
+    kube.merge_patch(path + "/status", {"status": {"storedVersions": ["v2"]}})
+    current = kube.get_crd(s.crd_name)
+    release_next = crd(s, [("v2", True, True)])
+    release_next["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+    kube.put(path, release_next)
+    kube.wait_established(s.crd_name)
+    deadline = time.monotonic() + 30
+    while True:  # until the v2-only storage is in use: then every LIST fails
+        try:
+            list_all(kube, s)
+        except KubeError as exc:
+            if exc.status == 500:
+                return s
+        if time.monotonic() > deadline:
+            raise AssertionError("the broken state did not appear: LIST still succeeds")
+        time.sleep(0.2)
+
+
+def assert_unreadable(kube, s: Seeded, count: int, restored: int) -> dict:
+    try:
+        list_all(kube, s)
+    except KubeError as exc:
+        body = exc.body
+        assert exc.status == 500 and body["reason"] == "StorageReadError", body
+        assert "corrupt object" in body["message"] and f"/registry/{s.group}/{s.plural}/" in body["message"]
+        assert f"invalid group/version: {s.group}/v1" in body["message"], body["message"]
+        assert len(body["details"]["causes"]) == count - restored  # one cause per key still at v1
+        return body
+    raise AssertionError("LIST succeeded on the broken state")
+
+
+def assert_repaired(kube, cluster, s: Seeded, count: int) -> None:
+    assert len(list_all(kube, s)) == count  # every object readable again
+    scan = scan_storage(cluster.etcd_url, s.group, s.plural)
+    assert scan.total == count and scan.counts == {f"{s.group}/v2": count}, scan.counts
+    live = kube.get_crd(s.crd_name)
+    assert [v["name"] for v in live["spec"]["versions"]] == ["v2"]
+    assert live["status"]["storedVersions"] == ["v2"]
+    assert "migration.crdops.io/storage-repair" not in (live["metadata"].get("annotations") or {})
+
+
+def repair_events(kube, s: Seeded) -> list[str]:
+    events = kube.get("/api/v1/namespaces/default/events",
+                      fieldSelector=f"involvedObject.name={s.crd_name}")["items"]
+    return [e["reason"] for e in sorted(events, key=lambda e: e["metadata"]["creationTimestamp"])]
+
+
+def test_module_repairs_finding_2_and_check_mode_writes_nothing(cluster, kube, group):
+    count, restored = 30, 10
+    s = build_finding_2(kube, group, count, restored)
+    body = assert_unreadable(kube, s, count, restored)
+    print("kube-apiserver 1.37.2 LIST answer:", json.dumps(body["message"]))
+    args = dict(auth_args(cluster), names=[s.crd_name], etcd_url=cluster.etcd_url, page_size=7)
+
+    before = current_revision(cluster.etcd_url)
+    plan = run_module("crd_storage_repair", args, check_mode=True)
+    assert keys_written_since(cluster.etcd_url, before) == []
+    assert not plan.get("failed"), plan
+    entry = plan["crds"][0]
+    assert plan["changed"] is True and entry["missing_versions"] == ["v1"]
+    assert entry["evidence"]["etcd"] == ["v1"] and entry["evidence"]["list_error"] == ["v1"]
+    assert entry["object_count"] == count and entry["list_before"]["unreadable_reported"] == count - restored
+    assert any("add v1 back" in step for step in entry["steps"]) and any("remove v1" in step for step in entry["steps"])
+    assert entry["etcd_before"]["counts"] == {f"{s.group}/v1": count - restored, f"{s.group}/v2": restored}
+    assert_unreadable(kube, s, count, restored)  # still broken: check mode changed nothing
+
+    result = run_module("crd_storage_repair", args)
+    assert not result.get("failed"), result.get("msg")
+    entry = result["crds"][0]
+    assert result["changed"] is True and result["repaired"] == [s.crd_name]
+    assert entry["added_versions"] == ["v1"] and entry["removed_versions"] == ["v1"]
+    assert entry["restore"]["listed"] == count and entry["restore"]["rewritten"] == count - restored
+    assert entry["restore"]["unchanged"] == restored and entry["restore"]["failed"] == 0
+    assert entry["etcd_after"]["verified"] is True and entry["etcd_after"]["keys"] == count
+    assert entry["readable_after"] == count and entry["versions_after"] == ["v2"]
+    assert_repaired(kube, cluster, s, count)
+    assert repair_events(kube, s)[-2:] == ["StorageRepairStarted", "StorageRepairSucceeded"]
+
+    again = run_module("crd_storage_repair", args)
+    assert again["changed"] is False and "nothing to repair" in again["crds"][0]["message"]
+    reliability.record("repair of finding 2 (10 of 30 re-stored, storedVersions trimmed by hand, v1 removed): "
+                       "crd_storage_repair with etcd_url", "LIST 500 StorageReadError -> every object readable",
+                       count, scan_storage(cluster.etcd_url, s.group, s.plural).total, True)
+
+
+def test_role_entry_point_repairs_with_previous_release_schema(cluster, kube, group, tmp_path):
+    count = 24
+    s = build_finding_2(kube, group, count, 0, namespaces=["rep-a", "rep-b"])
+    assert_unreadable(kube, s, count, 0)
+    previous = crd(s, [("v1", True, False), ("v2", True, True)])
+    previous["spec"]["versions"][0]["schema"] = SCHEMA_V1
+    (tmp_path / "release-n.yaml").write_text(yaml.safe_dump(previous))
+    inventory = {"all": {"hosts": {"repair-cluster": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+        "crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0],
+        "crd_upgrade_crd_names": [s.crd_name],
+        "crd_upgrade_repair_previous_manifests": ["release-n.yaml"]}}}}  # relative: to the playbook directory
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    playbook = [{"hosts": "all", "gather_facts": False, "tasks": [
+        {"ansible.builtin.include_role": {"name": "crdops.migration.crd_upgrade", "tasks_from": "repair"}},
+        {"ansible.builtin.copy": {"content": "{{ crd_upgrade_repair_result | to_json }}",
+                                  "dest": str(tmp_path / "result.json")}, "check_mode": False}]}]
+    (tmp_path / "repair.yml").write_text(yaml.safe_dump(playbook))
+
+    before = current_revision(cluster.etcd_url)
+    checked = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(tmp_path / "repair.yml"), "--check")
+    assert checked.returncode == 0, checked.stdout[-4000:] + checked.stderr[-2000:]
+    assert keys_written_since(cluster.etcd_url, before) == []
+    planned = json.loads((tmp_path / "result.json").read_text())["crds"][0]
+    assert planned["missing_versions"] == ["v1"] and planned["check_mode"] is True
+    assert str(tmp_path / "release-n.yaml") in planned["schema_sources"]["v1"]
+    assert_unreadable(kube, s, count, 0)
+
+    proc = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(tmp_path / "repair.yml"))
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    done = json.loads((tmp_path / "result.json").read_text())
+    assert done["repaired"] == [s.crd_name] and done["crds"][0]["restore"]["rewritten"] == count
+    assert_repaired(kube, cluster, s, count)
+
+    rerun = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(tmp_path / "repair.yml"))
+    assert rerun.returncode == 0 and json.loads((tmp_path / "result.json").read_text())["changed"] is False
+    reliability.record("repair of finding 2 (none re-stored, namespaced, no etcd_url): role `tasks_from: repair` "
+                       "with the previous release's schema", "LIST 500 StorageReadError -> every object readable",
+                       count, scan_storage(cluster.etcd_url, s.group, s.plural).total, True)
