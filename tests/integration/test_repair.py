@@ -31,7 +31,8 @@ def crd(s: Seeded, versions: list[tuple[str, bool, bool]]) -> dict:
 
 
 def list_all(kube, s: Seeded, version: str = "v2") -> list[dict]:
-    return kube.get(objects_path(s.group, version, s.plural))["items"]
+    """A paginated LIST as kubectl sends it (limit=500): read from etcd, not from the watch cache."""
+    return kube.get(objects_path(s.group, version, s.plural), limit=500)["items"]
 
 
 def build_finding_2(kube, group: str, count: int, restored: int, namespaces=None) -> Seeded:

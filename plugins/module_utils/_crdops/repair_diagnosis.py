@@ -7,7 +7,9 @@
 
 The broken state: objects are stored in etcd at a version the CRD no longer has (storedVersions was
 trimmed by hand or by a tool that counted unwritten objects as done, then that version was removed).
-kube-apiserver 1.37.2 then answers every LIST with HTTP 500, reason ``StorageReadError``:
+kube-apiserver 1.37.2 then answers every paginated LIST (``limit``, as kubectl sends) with HTTP 500, reason
+``StorageReadError`` (an unpaginated LIST gets 429 ``storage is (re)initializing: failed to list <unspecified>:``
+and the same text, a GET 500 ``Internal error occurred: StorageError: corrupt object``):
 ``failed to read one or more <plural>.<group> from the storage: StorageError: corrupt object, Code: 7,
 Key: /registry/..., ResourceVersion: 0, AdditionalErrorMsg: object not decodable revision=<n>: request
 to convert CR from an invalid group/version: <group>/<version> (and <k> more)``, with one
@@ -57,7 +59,9 @@ class ListProbe(object):
 
     @property
     def storage_read_error(self) -> bool:
-        return self.status == 500 and (self.reason == "StorageReadError" or "corrupt object" in (self.message or ""))
+        # a paginated LIST (kubectl's limit=500) reads etcd: 500 StorageReadError; an unpaginated one waits for
+        # the watch cache, whose fill fails on the same objects: 429 "storage is (re)initializing: ... corrupt object"
+        return self.reason == "StorageReadError" or "corrupt object" in (self.message or "")
 
     def to_dict(self) -> Dict[str, Any]:
         return {"readable": self.readable, "listed": self.listed, "status": self.status, "reason": self.reason,

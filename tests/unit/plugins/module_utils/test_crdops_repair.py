@@ -112,6 +112,15 @@ def test_version_named_in_the_137_message_and_causes():
     assert versions_named_in_error({"message": "etcdserver: request timed out"}, GROUP) == ([], None)
 
 
+def test_unpaginated_list_429_while_the_cache_cannot_fill_is_the_same_case():
+    """1.37.2, LIST without limit: the watch cache cannot fill, 429 with the corrupt-object text (observed)."""
+    message = "storage is (re)initializing: failed to list <unspecified>: " + MESSAGE_137
+    probe = ListProbe(False, status=429, reason="TooManyRequests", message=message,
+                      named_versions=versions_named_in_error({"message": message}, GROUP)[0])
+    assert probe.storage_read_error and probe.named_versions == ["v1"]
+    assert not ListProbe(False, status=429, reason="TooManyRequests", message="rate limited").storage_read_error
+
+
 def test_repair_of_the_broken_state():
     c = broken()
     res = repair_crd(c, NAME, opts())
