@@ -143,7 +143,7 @@ crds:
     name: {description: CRD name., type: str, returned: always}
     broken: {description: Objects are stored at a version the CRD lacks (or a repair was interrupted)., type: bool, returned: always}
     changed: {description: This CRD was (in check mode - would be) changed., type: bool, returned: always}
-    message: {description: One line - nothing to repair, would repair (the steps), or repaired (what was done)., type: str, returned: always}
+    message: {description: "One line - nothing to repair, would repair (the steps), or repaired (what was done).", type: str, returned: always}
     missing_versions: {description: Versions added back (or to add back in check mode)., type: list, elements: str, returned: always}
     evidence:
       description: >-
@@ -151,8 +151,8 @@ crds:
         C(previous_manifest), C(option) (O(versions)), C(interrupted_repair) (still added by an earlier run).
       type: dict
       returned: always
-    schema_sources: {description: Per added version, where its schema came from., type: dict, returned: always}
-    object_count: {description: Objects of the CRD (etcd keys, or the LIST count when readable); null when unknown., type: int, returned: always}
+    schema_sources: {description: "Per added version, where its schema came from.", type: dict, returned: always}
+    object_count: {description: "Objects of the CRD (etcd keys, or the LIST count when readable); null when unknown.", type: int, returned: always}
     list_before: {description: "The LIST probe before the repair: C(readable), C(status), C(reason), C(message), C(named_versions), C(unreadable_reported)", type: dict, returned: always}
     steps: {description: The plan., type: list, elements: str, returned: always}
     done: {description: The steps done., type: list, elements: str, returned: always}
@@ -163,7 +163,7 @@ crds:
     stored_versions_before: {description: C(status.storedVersions) before., type: list, elements: str, returned: always}
     stored_versions_after: {description: C(status.storedVersions) after., type: list, elements: str, returned: always}
     restore: {description: The re-store pass (the counts of M(crdops.migration.crd_storage_migrate))., type: dict, returned: when a pass ran}
-    etcd_before: {description: etcd scan before (keys, counts per apiVersion)., type: dict, returned: with O(etcd_url)}
+    etcd_before: {description: "etcd scan before (keys, counts per apiVersion).", type: dict, returned: with O(etcd_url)}
     etcd_after: {description: etcd scan after the re-store; C(verified) is true when every key is at the storage version., type: dict, returned: with O(etcd_url) and a pass}
     readable_after: {description: Objects listed after the added versions were removed again., type: int, returned: always}
     warnings: {description: For example that a conversion webhook must convert the added versions., type: list, elements: str, returned: always}
