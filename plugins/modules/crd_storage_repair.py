@@ -153,7 +153,12 @@ crds:
       returned: always
     schema_sources: {description: "Per added version, where its schema came from.", type: dict, returned: always}
     object_count: {description: "Objects of the CRD (etcd keys, or the LIST count when readable); null when unknown.", type: int, returned: always}
-    list_before: {description: "The LIST probe before the repair: C(readable), C(status), C(reason), C(message), C(named_versions), C(unreadable_reported)", type: dict, returned: always}
+    list_before:
+      description: >-
+        The LIST probe before the repair - C(readable), C(status), C(reason), C(message), C(named_versions),
+        C(unreadable_reported).
+      type: dict
+      returned: always
     steps: {description: The plan., type: list, elements: str, returned: always}
     done: {description: The steps done., type: list, elements: str, returned: always}
     added_versions: {description: Versions added back by this run., type: list, elements: str, returned: always}
@@ -164,7 +169,10 @@ crds:
     stored_versions_after: {description: C(status.storedVersions) after., type: list, elements: str, returned: always}
     restore: {description: The re-store pass (the counts of M(crdops.migration.crd_storage_migrate))., type: dict, returned: when a pass ran}
     etcd_before: {description: "etcd scan before (keys, counts per apiVersion).", type: dict, returned: with O(etcd_url)}
-    etcd_after: {description: etcd scan after the re-store; C(verified) is true when every key is at the storage version., type: dict, returned: with O(etcd_url) and a pass}
+    etcd_after:
+      description: etcd scan after the re-store; C(verified) is true when every key is at the storage version.
+      type: dict
+      returned: with O(etcd_url) and a pass
     readable_after: {description: Objects listed after the added versions were removed again., type: int, returned: always}
     warnings: {description: For example that a conversion webhook must convert the added versions., type: list, elements: str, returned: always}
 repaired:

@@ -192,10 +192,10 @@ def diagnose(transport: Transport, crd: Crd, options: RepairOptions, etcd_scan: 
         result.steps = plan_steps(crd, missing, result.evidence["interrupted_repair"], result.schema_sources,
                                   result.object_count, etcd_scan is not None)
         if crd.conversion_strategy == "Webhook":
+            added = ", ".join(result.missing_versions)
             result.warnings.append(
                 "CRD %s uses Webhook conversion: its webhook must convert %s to and from %s, or the re-store "
-                "stops at the first conversion failure" % (crd.name, ", ".join(result.missing_versions),
-                                                            crd.storage_version))
+                "stops at the first conversion failure" % (crd.name, added, crd.storage_version))
     return missing
 
 
