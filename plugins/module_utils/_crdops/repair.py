@@ -173,6 +173,9 @@ def diagnose(transport: Transport, crd: Crd, options: RepairOptions, etcd_scan: 
     """Fill ``result`` with what is wrong and the plan; returns the versions to add back."""
     cluster = transport.cluster_label
     probe = probe_list(_quick(transport), crd, options.restore.page_size)
+    if not probe.readable and not probe.storage_read_error:
+        # throttling or a passing outage: ask again with the full retry deadline before calling it anything
+        probe = probe_list(transport, crd, options.restore.page_size)
     result.list_before = probe.to_dict()
     counts = None
     if etcd_scan is not None:

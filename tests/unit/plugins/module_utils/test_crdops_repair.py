@@ -290,3 +290,11 @@ def test_webhook_conversion_is_warned_about():
     c.crds[NAME]["spec"]["conversion"] = {"strategy": "Webhook", "webhook": {"clientConfig": {"url": "https://x"}}}
     res = repair_crd(c, NAME, opts(check_mode=True))
     assert any("Webhook conversion" in w and "v1" in w for w in res.warnings)
+
+
+def test_a_throttled_probe_is_asked_again_before_anything_is_concluded():
+    c = broken(stored_old=0)
+    answers = [status(429, "rate limited", "TooManyRequests")]
+    c.hooks.append(lambda m, p, q, b: answers.pop() if answers and p.startswith("/apis/" + GROUP) else None)
+    res = repair_crd(c, NAME, opts())
+    assert not res.broken and res.object_count == 2 and answers == []
