@@ -18,7 +18,7 @@ description:
   - Repairs the state in which objects are still stored in etcd at a version the CRD no longer has, for
     example after C(status.storedVersions) was trimmed by hand and the next release was applied. Every LIST
     of the resource then fails with HTTP 500 C(StorageReadError ... corrupt object ... Key /registry/...).
-  - "Steps per CRD: add each missing version back to C(spec.versions) (C(served: true), C(storage: false)),
+  - "Steps per CRD: add each missing version back to C(spec.versions) (C(served: true), C(storage: false), C(deprecated: true)),
     wait until the resource is readable, re-store every object at the storage version (as
     M(crdops.migration.crd_storage_migrate): empty merge patches, a complete pass with zero failures writes
     the migration record), verify from etcd when O(etcd_url) is given, trim C(status.storedVersions) with

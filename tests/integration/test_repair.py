@@ -120,14 +120,19 @@ def test_module_repairs_finding_2_and_check_mode_writes_nothing(cluster, kube, g
     assert entry["restore"]["unchanged"] == restored and entry["restore"]["failed"] == 0
     assert entry["etcd_after"]["verified"] is True and entry["etcd_after"]["keys"] == count
     assert entry["readable_after"] == count and entry["versions_after"] == ["v2"]
+    print("repair:", entry["message"])
     assert_repaired(kube, cluster, s, count)
     assert repair_events(kube, s)[-2:] == ["StorageRepairStarted", "StorageRepairSucceeded"]
 
     again = run_module("crd_storage_repair", args)
     assert again["changed"] is False and "nothing to repair" in again["crds"][0]["message"]
-    reliability.record("repair of finding 2 (10 of 30 re-stored, storedVersions trimmed by hand, v1 removed): "
-                       "crd_storage_repair with etcd_url", "LIST 500 StorageReadError -> every object readable",
-                       count, scan_storage(cluster.etcd_url, s.group, s.plural).total, True)
+    reliability.record(
+        "repair of finding 2 (10 of 30 re-stored, storedVersions trimmed by hand, v1 removed): crd_storage_repair "
+        "with etcd_url",
+        f"LIST failed with 500 StorageReadError ({count - restored} keys at v1); check mode wrote nothing; v1 added "
+        f"back, {entry['restore']['rewritten']} rewritten, {entry['restore']['unchanged']} unchanged, "
+        f"storedVersions [v2], v1 removed again; {entry['readable_after']} of {count} listed; rerun: nothing to repair",
+        count, scan_storage(cluster.etcd_url, s.group, s.plural).total, True)
 
 
 def test_role_entry_point_repairs_with_previous_release_schema(cluster, kube, group, tmp_path):
@@ -166,6 +171,10 @@ def test_role_entry_point_repairs_with_previous_release_schema(cluster, kube, gr
 
     rerun = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(tmp_path / "repair.yml"))
     assert rerun.returncode == 0 and json.loads((tmp_path / "result.json").read_text())["changed"] is False
-    reliability.record("repair of finding 2 (none re-stored, namespaced, no etcd_url): role `tasks_from: repair` "
-                       "with the previous release's schema", "LIST 500 StorageReadError -> every object readable",
-                       count, scan_storage(cluster.etcd_url, s.group, s.plural).total, True)
+    reliability.record(
+        "repair of finding 2 (none re-stored, namespaced, no etcd_url): role `tasks_from: repair` with the previous "
+        "release's schema",
+        f"LIST failed with 500 StorageReadError ({count} keys at v1); --check wrote nothing; v1 added back, "
+        f"{done['crds'][0]['restore']['rewritten']} rewritten, storedVersions [v2], v1 removed again; "
+        f"{done['crds'][0]['readable_after']} of {count} listed; rerun: nothing to repair",
+        count, scan_storage(cluster.etcd_url, s.group, s.plural).total, True)
