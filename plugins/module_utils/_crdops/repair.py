@@ -129,7 +129,8 @@ def decide_missing(crd: Crd, probe: ListProbe, etcd_counts: Optional[Dict[str, i
                           "not a case for the repair", cluster=cluster, crd=crd.name, status=probe.status,
                           reason=probe.reason, api_message=probe.message)
     if explicit:
-        present = [v for v in explicit if v in spec]
+        # a version an interrupted repair already added back is not an error: the rerun continues with it
+        present = [v for v in explicit if v in spec and v not in evidence["interrupted_repair"]]
         if present:
             raise BadInputError("versions %s are already in spec.versions; name only versions the CRD lacks"
                                 % ", ".join(present), cluster=cluster, crd=crd.name)
@@ -137,7 +138,7 @@ def decide_missing(crd: Crd, probe: ListProbe, etcd_counts: Optional[Dict[str, i
         if uncovered:
             raise RefusalError("etcd holds objects at %s too, which versions does not name; the repair would "
                                "leave them unreadable" % ", ".join(uncovered), cluster=cluster, crd=crd.name)
-        return list(explicit), evidence, True
+        return [v for v in explicit if v not in spec], evidence, True
     missing = list(dict.fromkeys(in_etcd + evidence["list_error"]))
     if not missing and not probe.readable:
         missing = evidence["previous_manifest"]
