@@ -66,6 +66,12 @@ options:
       - Before each pass the module waits until all of them, and the one it talks to, report the CRD's current
         storage version in their discovery documents (C(storageVersionHash)). Right after a storage flip an
         apiserver whose informer lags still writes the old version (kubernetes#130235); this is the HA barrier.
+      - Before the first write the module counts the apiservers that are alive (identity Leases in
+        C(kube-system) renewed within the last minute) and learns their addresses from the C(default/kubernetes)
+        EndpointSlice. The URLs of this list, or the reachable EndpointSlice addresses, must be at least as many
+        as the alive apiservers, else the module fails without writing anything (see O(barrier_fallback)). The
+        kubeconfig URL may be a load balancer, so it counts on its own only when exactly one apiserver is alive.
+      - When the identity Leases cannot be read, this list is trusted to name every apiserver (with a warning).
     type: list
     elements: str
     default: []
@@ -77,6 +83,24 @@ options:
     description: Extra seconds to wait once every apiserver reports the storage version.
     type: float
     default: 0
+  barrier_fallback:
+    description:
+      - What to do when not every alive apiserver can be named and reached directly (most managed clusters
+        publish no reachable apiserver address), or when their number cannot be read.
+      - V(fail) stops before the first write, saying how many apiservers are alive, which URLs were reached
+        and what to set.
+      - V(settle) accepts a weaker barrier - B(a risk) - it polls the kubeconfig URL on a new connection each time
+        until at least 10 (5 per alive apiserver) consecutive polls report the new storage version, then waits
+        O(barrier_fallback_settle) seconds. A load balancer may route every poll to the same apiserver, and one
+        that lags longer can still store objects at the old version. The result says so in RV(barrier.mode)
+        (V(settle-fallback)) and RV(barrier.warning), and the module warns.
+    type: str
+    choices: [fail, settle]
+    default: fail
+  barrier_fallback_settle:
+    description: Seconds the settle fallback waits after its polls agree (at least O(barrier_settle)).
+    type: float
+    default: 30
   preflight_sample:
     description:
       - Check mode only. The no-op write is sent with C(dryRun=All) to the first this many objects of each CRD;
@@ -174,9 +198,23 @@ crds:
       elements: dict
       returned: always
     barrier:
-      description: The HA barrier before the pass (every endpoint and the version it reported, seconds waited); null in check mode.
+      description:
+        - The HA barrier before the pass (every endpoint and the version it reported, seconds waited, C(mode),
+          consecutive C(polls) required, C(warning)); null in check mode.
       type: dict
       returned: when a pass ran
+barrier:
+  description:
+    - How the HA barrier was planned before the first write, or null when no CRD needed a pass.
+    - C(mode) is V(endpoints) (every apiserver by its own URL), V(single) (one apiserver alive, the kubeconfig
+      URL is it), V(settle-fallback) (O(barrier_fallback=settle), weaker, see C(warning)) or V(refused).
+    - C(apiservers_alive) (null when unknown), C(identity_leases), C(stale_identity_leases),
+      C(identity_leases_problem), C(kubeconfig_url), C(apiserver_endpoints), C(endpoint_slice),
+      C(endpoint_slice_problem), C(reached), C(not_reached) (URL to reason), C(targets) (URLs polled),
+      C(polls), C(settle_s), C(warning).
+  returned: always
+  type: dict
+  sample: {mode: endpoints, apiservers_alive: 2, reached: ["https://10.0.0.11:6443", "https://10.0.0.12:6443"]}
 totals:
   description: Sums over all CRDs (listed, rewritten, unchanged, gone, failed, throttled).
   returned: always
@@ -190,11 +228,23 @@ cluster:
 
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import CrdOpsModule, argument_spec
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.apiservers import plan_barrier
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (
-    ProgressFile, RunOptions, RunResult, run_migration)
+    ProgressFile, RunOptions, RunResult, run_migration, skip_reason)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import validate_record
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import select_crds
+
+
+def plan_barrier_for(transport, crds, p):
+    """The HA barrier plan, or None when no selected CRD will get a pass (nothing to guard)."""
+    if not any(skip_reason(crd, p["force"], validate_record(crd).ok) is None for crd in crds):
+        return None
+    return plan_barrier(
+        transport, p["apiserver_endpoints"], transport.for_endpoint,
+        connect_fresh=lambda url: transport.for_endpoint(url, new_connection_per_request=True),
+        fallback=p["barrier_fallback"], fallback_settle=p["barrier_fallback_settle"])
 
 
 def main():
@@ -211,6 +261,8 @@ def main():
         apiserver_endpoints=dict(type="list", elements="str", default=[]),
         barrier_timeout=dict(type="float", default=60),
         barrier_settle=dict(type="float", default=0),
+        barrier_fallback=dict(type="str", choices=["fail", "settle"], default="fail"),
+        barrier_fallback_settle=dict(type="float", default=30),
         preflight_sample=dict(type="int", default=5),
     )), supports_check_mode=True)
     p = m.params
@@ -232,18 +284,24 @@ def main():
         m.fail(exc, changed=False)
     transport = m.connect(pool_size=p["workers"] + 2, retry_deadline=p["retry_deadline"], max_qps=p["max_qps"])
     cluster = transport.cluster_label
-    # every apiserver must write the new storage version before a pass starts (HA barrier)
-    barrier_transports = dict([(transport.base_url, transport)] + [
-        (ep.rstrip("/"), transport.for_endpoint(ep)) for ep in p["apiserver_endpoints"]])
     progress = ProgressFile(p["progress_file"], cluster, m.check_mode, m.module.warn)
+    barrier = None
     try:
-        run_migration(transport, select_crds(transport, selection), options, barrier_transports, progress, run)
+        crds = select_crds(transport, selection)
+        # every apiserver must write the new storage version before a pass starts (HA barrier); which ones
+        # exist is settled here, before the first write (check mode too: it predicts the real run)
+        barrier = plan_barrier_for(transport, crds, p)
+        if barrier is not None and barrier.warning:
+            m.module.warn(barrier.warning)
+        run_migration(transport, crds, options, barrier or {}, progress, run)
     except CrdOpsError as exc:
+        facts = barrier.to_dict() if barrier is not None else getattr(exc, "facts", None)
         m.fail(exc.with_context(cluster=cluster), changed=run.changed, crds=run.crds, totals=run.totals,
-               cluster=cluster)
+               cluster=cluster, barrier=facts)
     finally:
         transport.close()
-    result = dict(changed=run.changed, crds=run.crds, totals=run.totals, cluster=cluster)
+    result = dict(changed=run.changed, crds=run.crds, totals=run.totals, cluster=cluster,
+                  barrier=barrier.to_dict() if barrier is not None else None)
     problems = run.problems()
     if problems:
         msg = "cluster %s: %d CRD(s) not fully migrated: %s" % (cluster, len(problems), "; ".join(problems))
