@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from tests.controlplane.cluster import admin_kube, start_ha_pair
-from tests.controlplane.etcd_reader import scan_storage
+from tests.controlplane.etcd_reader import current_revision, keys_written_since, scan_storage
 from tests.controlplane.kube import objects_path
 from tests.integration import reliability
 from tests.integration.modrun import auth_args, run_module
@@ -27,12 +27,13 @@ def ha(binaries, tmp_path):
 
 def test_barrier_waits_for_every_apiserver_before_migrating(ha):
     a, b = admin_kube(ha, 0), ha.apiservers[1]
+    both = [kas.url for kas in ha.apiservers]  # two identity Leases are alive: both must be named
     s = seed_old_objects(a, "barrier.crdops.test", 300, flip=False)
     os.kill(b.process.pid, signal.SIGSTOP)  # B keeps its old view of the CRD while stopped
     try:
         flip_storage(a, s, "v1beta1")
         blocked = run_module("crd_storage_migrate", dict(auth_args(ha, "ha-0"), names=[s.crd_name],
-                                                         apiserver_endpoints=[b.url], barrier_timeout=3))
+                                                         apiserver_endpoints=both, barrier_timeout=3))
     finally:
         os.kill(b.process.pid, signal.SIGCONT)
     assert blocked["failed"] is True
@@ -40,16 +41,51 @@ def test_barrier_waits_for_every_apiserver_before_migrating(ha):
     assert scan_storage(ha.etcd_url, s.group, s.plural).counts == {s.old(): 300}  # nothing was written
 
     passed = run_module("crd_storage_migrate", dict(auth_args(ha, "ha-0"), names=[s.crd_name],
-                                                    apiserver_endpoints=[b.url], barrier_timeout=60))
+                                                    apiserver_endpoints=both, barrier_timeout=60))
     assert not passed.get("failed"), passed.get("msg")
+    assert passed["barrier"]["mode"] == "endpoints" and passed["barrier"]["apiservers_alive"] == 2
+    assert passed["barrier"]["reached"] == both
     entry = passed["crds"][0]
-    assert entry["barrier"]["passed"] and set(entry["barrier"]["endpoints"].values()) == {"v1beta1"}
+    assert entry["barrier"]["passed"] and set(entry["barrier"]["endpoints"]) == set(both)
+    assert set(entry["barrier"]["endpoints"].values()) == {"v1beta1"}
     final = scan_storage(ha.etcd_url, s.group, s.plural)
     assert final.counts == {s.new(): 300}
     reliability.record("HA: storage flipped through one apiserver while the other lags",
                        "the barrier refused to start while the second apiserver did not report the new storage "
                        "version (nothing written); once it did, the pass ran and etcd shows 100% at v1beta1",
                        300, final.total, True)
+
+
+@pytest.mark.parametrize("endpoints", [[], ["b"]], ids=["no-endpoints", "only-the-second"])
+def test_without_every_apiserver_named_the_module_fails_closed_and_writes_nothing(ha, endpoints):
+    """Two apiservers alive, the kubeconfig URL (could be a load balancer) plus fewer than two named URLs."""
+    a, b = admin_kube(ha, 0), ha.apiservers[1]
+    s = seed_old_objects(a, "closed.crdops.test", 200, flip=False)
+    flip_storage(a, s, "v1beta1")
+    revision = current_revision(ha.etcd_url)
+    given = [b.url for _ in endpoints]
+    for check_mode in (True, False):
+        out = run_module("crd_storage_migrate", dict(auth_args(ha, "ha-0"), names=[s.crd_name],
+                                                     apiserver_endpoints=given), check_mode=check_mode)
+        assert out["failed"] is True and out["barrier"]["mode"] == "refused", out.get("msg")
+        msg = out["msg"]
+        assert "HA barrier refused before the first write" in msg and "2 apiservers are alive" in msg, msg
+        assert "only %d can be named and reached directly" % len(given) in msg, msg
+        assert "crd_upgrade_apiserver_endpoints" in msg and "barrier_fallback=settle" in msg
+        assert out["barrier"]["apiservers_alive"] == 2 and len(out["barrier"]["identity_leases"]) == 2
+        assert out["barrier"]["reached"] == given and out["crds"] == []
+    after = scan_storage(ha.etcd_url, s.group, s.plural)
+    # proof by bytes: every key still at the old version, and not one key written since (objects, CRD, anything
+    # but the control plane's own heartbeats)
+    assert after.counts == {s.old(): 200}
+    assert keys_written_since(ha.etcd_url, revision) == []
+    crd = a.get_crd(s.crd_name)
+    assert crd["status"]["storedVersions"] == ["v1alpha1", "v1beta1"]
+    assert "migration.crdops.io/storage-migration" not in (crd["metadata"].get("annotations") or {})
+    reliability.record("HA: two apiservers alive, %s named" % ("none" if not given else "only one"),
+                       "crd_storage_migrate refused before the first write naming 2 alive apiservers (identity "
+                       "Leases) and what to set; etcd shows all 200 objects untouched at the old version",
+                       200, after.total, False)
 
 
 def test_without_barrier_the_etcd_check_catches_stale_writes(ha):
