@@ -204,17 +204,31 @@ crds:
       type: dict
       returned: when a pass ran
 barrier:
-  description:
-    - How the HA barrier was planned before the first write, or null when no CRD needed a pass.
-    - C(mode) is V(endpoints) (every apiserver by its own URL), V(single) (one apiserver alive, the kubeconfig
-      URL is it), V(settle-fallback) (O(barrier_fallback=settle), weaker, see C(warning)) or V(refused).
-    - C(apiservers_alive) (null when unknown), C(identity_leases), C(stale_identity_leases),
-      C(identity_leases_problem), C(kubeconfig_url), C(apiserver_endpoints), C(endpoint_slice),
-      C(endpoint_slice_problem), C(reached), C(not_reached) (URL to reason), C(targets) (URLs polled),
-      C(polls), C(settle_s), C(warning).
+  description: How the HA barrier was planned before the first write, or null when no CRD needed a pass.
   returned: always
   type: dict
   sample: {mode: endpoints, apiservers_alive: 2, reached: ["https://10.0.0.11:6443", "https://10.0.0.12:6443"]}
+  contains:
+    mode:
+      description:
+        - V(endpoints) (every apiserver by its own URL), V(single) (one apiserver alive, the kubeconfig URL is it),
+          V(settle-fallback) (O(barrier_fallback=settle), weaker, see RV(barrier.warning)) or V(refused).
+      type: str
+      returned: always
+    apiservers_alive: {description: Identity Leases renewed within the last 60 s (null when unknown)., type: int, returned: always}
+    identity_leases: {description: Names of those Leases., type: list, elements: str, returned: always}
+    stale_identity_leases: {description: Identity Leases not renewed within 60 s (dead apiservers)., type: int, returned: always}
+    identity_leases_problem: {description: Why the number of apiservers is unknown (null when known)., type: str, returned: always}
+    kubeconfig_url: {description: The URL of the kubeconfig (may be a load balancer)., type: str, returned: always}
+    apiserver_endpoints: {description: The URLs of O(apiserver_endpoints)., type: list, elements: str, returned: always}
+    endpoint_slice: {description: Apiserver URLs of the C(default/kubernetes) EndpointSlice., type: list, elements: str, returned: always}
+    endpoint_slice_problem: {description: Why the EndpointSlice gave no URL (null when it did)., type: str, returned: always}
+    reached: {description: URLs that answered C(GET /version) with the run's credentials., type: list, elements: str, returned: always}
+    not_reached: {description: URL to the reason it did not answer., type: dict, returned: always}
+    targets: {description: URLs the barrier polls before each pass., type: list, elements: str, returned: when not refused}
+    polls: {description: Consecutive rounds in which every target must report the storage version., type: int, returned: when not refused}
+    settle_s: {description: The least settle time (the fallback's)., type: float, returned: when not refused}
+    warning: {description: Why this barrier is weaker than reaching every apiserver (null when it is not)., type: str, returned: when not refused}
 totals:
   description: Sums over all CRDs (listed, rewritten, unchanged, gone, failed, throttled).
   returned: always
