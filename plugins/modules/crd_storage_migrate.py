@@ -45,7 +45,10 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: partial
-    details: Plan only. Lists and counts the objects (and probes conversion webhooks), writes nothing.
+    details:
+      - Plan only. Lists and counts the objects (and probes conversion webhooks), writes nothing.
+      - Plans the HA barrier too; when a real run would stop before the first write, it warns and says why in
+        RV(barrier.refusal) (RV(barrier.mode=refused)) instead of failing.
   diff_mode:
     support: none
   idempotent:
@@ -212,7 +215,9 @@ barrier:
     mode:
       description:
         - V(endpoints) (every apiserver by its own URL), V(single) (one apiserver alive, the kubeconfig URL is it),
-          V(settle-fallback) (O(barrier_fallback=settle), weaker, see RV(barrier.warning)) or V(refused).
+          V(settle-fallback) (O(barrier_fallback=settle), weaker, see RV(barrier.warning)) or V(refused) (the run
+        failed before the first write; in check mode, which writes nothing, the task does not fail: it warns and
+        RV(barrier.refusal) says why a real run would stop).
       type: str
       returned: always
     apiservers_alive: {description: Identity Leases renewed within the last 60 s (null when unknown)., type: int, returned: always}
@@ -229,6 +234,7 @@ barrier:
     polls: {description: Consecutive rounds in which every target must report the storage version., type: int, returned: when not refused}
     settle_s: {description: The least settle time (the fallback's)., type: float, returned: when not refused}
     warning: {description: Why this barrier is weaker than reaching every apiserver (null when it is not)., type: str, returned: when not refused}
+    refusal: {description: Check mode - the message a real run would fail with., type: str, returned: in check mode when refused}
 totals:
   description: Sums over all CRDs (listed, rewritten, unchanged, gone, failed, throttled).
   returned: always
@@ -242,7 +248,8 @@ cluster:
 
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import CrdOpsModule, argument_spec
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.apiservers import plan_barrier
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.apiservers import (
+    BarrierRefusedError, plan_barrier)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (
     ProgressFile, RunOptions, RunResult, run_migration, skip_reason)
@@ -251,14 +258,25 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore i
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import select_crds
 
 
-def plan_barrier_for(transport, crds, p):
-    """The HA barrier plan, or None when no selected CRD will get a pass (nothing to guard)."""
+def plan_barrier_for(transport, crds, p, check_mode, warn):
+    """(plan, facts for the result): plan is None when no CRD will get a pass or in check mode when the real
+    run would be refused; check mode writes nothing, so it reports the refusal (and warns) instead of failing."""
     if not any(skip_reason(crd, p["force"], validate_record(crd).ok) is None for crd in crds):
-        return None
-    return plan_barrier(
-        transport, p["apiserver_endpoints"], transport.for_endpoint,
-        connect_fresh=lambda url: transport.for_endpoint(url, new_connection_per_request=True),
-        fallback=p["barrier_fallback"], fallback_settle=p["barrier_fallback_settle"])
+        return None, None
+    try:
+        plan = plan_barrier(
+            transport, p["apiserver_endpoints"], transport.for_endpoint,
+            connect_fresh=lambda url: transport.for_endpoint(url, new_connection_per_request=True),
+            fallback=p["barrier_fallback"], fallback_settle=p["barrier_fallback_settle"])
+    except BarrierRefusedError as exc:
+        if not check_mode:
+            raise
+        exc.with_context(cluster=transport.cluster_label)
+        warn("check mode: a real run would stop here: %s" % exc)
+        return None, dict(exc.facts, refusal=str(exc))
+    if plan.warning:
+        warn(plan.warning)
+    return plan, plan.to_dict()
 
 
 def main():
@@ -299,23 +317,19 @@ def main():
     transport = m.connect(pool_size=p["workers"] + 2, retry_deadline=p["retry_deadline"], max_qps=p["max_qps"])
     cluster = transport.cluster_label
     progress = ProgressFile(p["progress_file"], cluster, m.check_mode, m.module.warn)
-    barrier = None
+    facts = None
     try:
         crds = select_crds(transport, selection)
         # every apiserver must write the new storage version before a pass starts (HA barrier); which ones
-        # exist is settled here, before the first write (check mode too: it predicts the real run)
-        barrier = plan_barrier_for(transport, crds, p)
-        if barrier is not None and barrier.warning:
-            m.module.warn(barrier.warning)
-        run_migration(transport, crds, options, barrier or {}, progress, run)
+        # exist is settled here, before the first write (check mode predicts it)
+        plan, facts = plan_barrier_for(transport, crds, p, m.check_mode, m.module.warn)
+        run_migration(transport, crds, options, plan or {}, progress, run)
     except CrdOpsError as exc:
-        facts = barrier.to_dict() if barrier is not None else getattr(exc, "facts", None)
         m.fail(exc.with_context(cluster=cluster), changed=run.changed, crds=run.crds, totals=run.totals,
-               cluster=cluster, barrier=facts)
+               cluster=cluster, barrier=facts or getattr(exc, "facts", None))
     finally:
         transport.close()
-    result = dict(changed=run.changed, crds=run.crds, totals=run.totals, cluster=cluster,
-                  barrier=barrier.to_dict() if barrier is not None else None)
+    result = dict(changed=run.changed, crds=run.crds, totals=run.totals, cluster=cluster, barrier=facts)
     problems = run.problems()
     if problems:
         msg = "cluster %s: %d CRD(s) not fully migrated: %s" % (cluster, len(problems), "; ".join(problems))

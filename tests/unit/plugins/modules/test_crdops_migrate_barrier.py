@@ -42,14 +42,22 @@ def test_single_apiserver_needs_no_endpoints(cluster, capsys):
     assert "warnings" not in out
 
 
-@pytest.mark.parametrize("check_mode", [False, True])
-def test_two_apiservers_without_endpoints_fail_closed_before_any_write(cluster, capsys, check_mode):
+def test_two_apiservers_without_endpoints_fail_closed_before_any_write(cluster, capsys):
     cluster.identity_leases = TWO
-    out = run({"_ansible_check_mode": check_mode}, capsys)
+    out = run({}, capsys)
     assert out["_rc"] == 1 and "2 apiservers are alive" in out["msg"] and "cluster test-cluster" in out["msg"]
     assert out["barrier"]["mode"] == "refused" and out["barrier"]["apiservers_alive"] == 2
     assert out["crds"] == [] and cluster.writes(include_events=True) == []
     assert not [c for c in cluster.calls if c[1].startswith("/apis/stable.example.com/")]  # no object listed
+
+
+def test_check_mode_reports_the_refusal_a_real_run_would_hit(cluster, capsys):
+    cluster.identity_leases = TWO
+    out = run({"_ansible_check_mode": True}, capsys)
+    assert out["_rc"] == 0 and out["barrier"]["mode"] == "refused"
+    assert "2 apiservers are alive" in out["barrier"]["refusal"] and "cluster test-cluster" in out["barrier"]["refusal"]
+    assert "a real run would stop here" in json.dumps(out["warnings"])
+    assert out["crds"][0]["listed"] == 12 and cluster.writes(include_events=True) == []
 
 
 def test_two_apiservers_with_both_endpoints_pass(cluster, capsys):
