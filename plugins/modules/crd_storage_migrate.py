@@ -216,8 +216,8 @@ barrier:
       description:
         - V(endpoints) (every apiserver by its own URL), V(single) (one apiserver alive, the kubeconfig URL is it),
           V(settle-fallback) (O(barrier_fallback=settle), weaker, see RV(barrier.warning)) or V(refused) (the run
-        failed before the first write; in check mode, which writes nothing, the task does not fail: it warns and
-        RV(barrier.refusal) says why a real run would stop).
+          failed before the first write; in check mode, which writes nothing, the task does not fail but warns, and
+          RV(barrier.refusal) says why a real run would stop).
       type: str
       returned: always
     apiservers_alive: {description: Identity Leases renewed within the last 60 s (null when unknown)., type: int, returned: always}
