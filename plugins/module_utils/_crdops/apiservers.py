@@ -303,6 +303,10 @@ def plan_barrier(transport: Transport, explicit: List[str], connect: Callable[[s
         raise BadInputError("barrier_fallback must be %r or %r, got %r" % (FALLBACK_FAIL, FALLBACK_SETTLE, fallback))
     if fallback_settle < 0:
         raise BadInputError("barrier_fallback_settle must be >= 0, got %s" % fallback_settle)
+    malformed = [url for url in explicit if not urlsplit(url.strip()).scheme.startswith("http")
+                 or not urlsplit(url.strip()).hostname]
+    if malformed:
+        raise BadInputError("apiserver_endpoints must be https://host:port URLs, got %s" % ", ".join(malformed))
     topo, reachable = discover_topology(transport, explicit, connect, wall, clock, sleep)
     mode = decide_mode(topo, fallback)
     kube_url = topo.kubeconfig_url

@@ -209,6 +209,9 @@ def test_bad_fallback_values_are_refused():
         plan(c, fallback="hope")
     with pytest.raises(BadInputError):
         plan(c, fallback="settle", fallback_settle=-1)
+    with pytest.raises(BadInputError) as err:
+        plan(c, ["10.0.0.11:6443", "https://10.0.0.12:6443"])
+    assert "got 10.0.0.11:6443" in str(err.value)
 
 
 # -- the opt-in settle fallback -----------------------------------------------------------------------
