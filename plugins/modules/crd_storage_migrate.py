@@ -45,7 +45,10 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: partial
-    details: Plan only. Lists and counts the objects (and probes conversion webhooks), writes nothing.
+    details:
+      - Plan only. Lists and counts the objects (and probes conversion webhooks), writes nothing.
+      - Plans the HA barrier too; when a real run would stop before the first write, it warns and says why in
+        RV(barrier.refusal) (RV(barrier.mode=refused)) instead of failing.
   diff_mode:
     support: none
   idempotent:
@@ -66,6 +69,12 @@ options:
       - Before each pass the module waits until all of them, and the one it talks to, report the CRD's current
         storage version in their discovery documents (C(storageVersionHash)). Right after a storage flip an
         apiserver whose informer lags still writes the old version (kubernetes#130235); this is the HA barrier.
+      - Before the first write the module counts the apiservers that are alive (identity Leases in
+        C(kube-system) renewed within the last minute) and learns their addresses from the C(default/kubernetes)
+        EndpointSlice. The URLs of this list, or the reachable EndpointSlice addresses, must be at least as many
+        as the alive apiservers, else the module fails without writing anything (see O(barrier_fallback)). The
+        kubeconfig URL may be a load balancer, so it counts on its own only when exactly one apiserver is alive.
+      - When the identity Leases cannot be read, this list is trusted to name every apiserver (with a warning).
     type: list
     elements: str
     default: []
@@ -77,6 +86,24 @@ options:
     description: Extra seconds to wait once every apiserver reports the storage version.
     type: float
     default: 0
+  barrier_fallback:
+    description:
+      - What to do when not every alive apiserver can be named and reached directly (most managed clusters
+        publish no reachable apiserver address), or when their number cannot be read.
+      - V(fail) stops before the first write, saying how many apiservers are alive, which URLs were reached
+        and what to set.
+      - V(settle) accepts a weaker barrier - B(a risk) - it polls the kubeconfig URL on a new connection each time
+        until at least 10 (5 per alive apiserver) consecutive polls report the new storage version, then waits
+        O(barrier_fallback_settle) seconds. A load balancer may route every poll to the same apiserver, and one
+        that lags longer can still store objects at the old version. The result says so in RV(barrier.mode)
+        (V(settle-fallback)) and RV(barrier.warning), and the module warns.
+    type: str
+    choices: [fail, settle]
+    default: fail
+  barrier_fallback_settle:
+    description: Seconds the settle fallback waits after its polls agree (at least O(barrier_settle)).
+    type: float
+    default: 30
   preflight_sample:
     description:
       - Check mode only. The no-op write is sent with C(dryRun=All) to the first this many objects of each CRD;
@@ -174,9 +201,40 @@ crds:
       elements: dict
       returned: always
     barrier:
-      description: The HA barrier before the pass (every endpoint and the version it reported, seconds waited); null in check mode.
+      description:
+        - The HA barrier before the pass (every endpoint and the version it reported, seconds waited, C(mode),
+          consecutive C(polls) required, C(warning)); null in check mode.
       type: dict
       returned: when a pass ran
+barrier:
+  description: How the HA barrier was planned before the first write, or null when no CRD needed a pass.
+  returned: always
+  type: dict
+  sample: {mode: endpoints, apiservers_alive: 2, reached: ["https://10.0.0.11:6443", "https://10.0.0.12:6443"]}
+  contains:
+    mode:
+      description:
+        - V(endpoints) (every apiserver by its own URL), V(single) (one apiserver alive, the kubeconfig URL is it),
+          V(settle-fallback) (O(barrier_fallback=settle), weaker, see RV(barrier.warning)) or V(refused) (the run
+          failed before the first write; in check mode, which writes nothing, the task does not fail but warns, and
+          RV(barrier.refusal) says why a real run would stop).
+      type: str
+      returned: always
+    apiservers_alive: {description: Identity Leases renewed within the last 60 s (null when unknown)., type: int, returned: always}
+    identity_leases: {description: Names of those Leases., type: list, elements: str, returned: always}
+    stale_identity_leases: {description: Identity Leases not renewed within 60 s (dead apiservers)., type: int, returned: always}
+    identity_leases_problem: {description: Why the number of apiservers is unknown (null when known)., type: str, returned: always}
+    kubeconfig_url: {description: The URL of the kubeconfig (may be a load balancer)., type: str, returned: always}
+    apiserver_endpoints: {description: The URLs of O(apiserver_endpoints)., type: list, elements: str, returned: always}
+    endpoint_slice: {description: Apiserver URLs of the C(default/kubernetes) EndpointSlice., type: list, elements: str, returned: always}
+    endpoint_slice_problem: {description: Why the EndpointSlice gave no URL (null when it did)., type: str, returned: always}
+    reached: {description: URLs that answered C(GET /version) with the run's credentials., type: list, elements: str, returned: always}
+    not_reached: {description: URL to the reason it did not answer., type: dict, returned: always}
+    targets: {description: URLs the barrier polls before each pass., type: list, elements: str, returned: when not refused}
+    polls: {description: Consecutive rounds in which every target must report the storage version., type: int, returned: when not refused}
+    settle_s: {description: The least settle time (the fallback's)., type: float, returned: when not refused}
+    warning: {description: Why this barrier is weaker than reaching every apiserver (null when it is not)., type: str, returned: when not refused}
+    refusal: {description: Check mode - the message a real run would fail with., type: str, returned: in check mode when refused}
 totals:
   description: Sums over all CRDs (listed, rewritten, unchanged, gone, failed, throttled).
   returned: always
@@ -190,11 +248,35 @@ cluster:
 
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import CrdOpsModule, argument_spec
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.apiservers import (
+    BarrierRefusedError, plan_barrier)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (
-    ProgressFile, RunOptions, RunResult, run_migration)
+    ProgressFile, RunOptions, RunResult, run_migration, skip_reason)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import validate_record
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import select_crds
+
+
+def plan_barrier_for(transport, crds, p, check_mode, warn):
+    """(plan, facts for the result): plan is None when no CRD will get a pass or in check mode when the real
+    run would be refused; check mode writes nothing, so it reports the refusal (and warns) instead of failing."""
+    if not any(skip_reason(crd, p["force"], validate_record(crd).ok) is None for crd in crds):
+        return None, None
+    try:
+        plan = plan_barrier(
+            transport, p["apiserver_endpoints"], transport.for_endpoint,
+            connect_fresh=lambda url: transport.for_endpoint(url, new_connection_per_request=True),
+            fallback=p["barrier_fallback"], fallback_settle=p["barrier_fallback_settle"])
+    except BarrierRefusedError as exc:
+        if not check_mode:
+            raise
+        exc.with_context(cluster=transport.cluster_label)
+        warn("check mode: a real run would stop here: %s" % exc)
+        return None, dict(exc.facts, refusal=str(exc))
+    if plan.warning:
+        warn(plan.warning)
+    return plan, plan.to_dict()
 
 
 def main():
@@ -211,6 +293,8 @@ def main():
         apiserver_endpoints=dict(type="list", elements="str", default=[]),
         barrier_timeout=dict(type="float", default=60),
         barrier_settle=dict(type="float", default=0),
+        barrier_fallback=dict(type="str", choices=["fail", "settle"], default="fail"),
+        barrier_fallback_settle=dict(type="float", default=30),
         preflight_sample=dict(type="int", default=5),
     )), supports_check_mode=True)
     p = m.params
@@ -232,18 +316,20 @@ def main():
         m.fail(exc, changed=False)
     transport = m.connect(pool_size=p["workers"] + 2, retry_deadline=p["retry_deadline"], max_qps=p["max_qps"])
     cluster = transport.cluster_label
-    # every apiserver must write the new storage version before a pass starts (HA barrier)
-    barrier_transports = dict([(transport.base_url, transport)] + [
-        (ep.rstrip("/"), transport.for_endpoint(ep)) for ep in p["apiserver_endpoints"]])
     progress = ProgressFile(p["progress_file"], cluster, m.check_mode, m.module.warn)
+    facts = None
     try:
-        run_migration(transport, select_crds(transport, selection), options, barrier_transports, progress, run)
+        crds = select_crds(transport, selection)
+        # every apiserver must write the new storage version before a pass starts (HA barrier); which ones
+        # exist is settled here, before the first write (check mode predicts it)
+        plan, facts = plan_barrier_for(transport, crds, p, m.check_mode, m.module.warn)
+        run_migration(transport, crds, options, plan or {}, progress, run)
     except CrdOpsError as exc:
         m.fail(exc.with_context(cluster=cluster), changed=run.changed, crds=run.crds, totals=run.totals,
-               cluster=cluster)
+               cluster=cluster, barrier=facts or getattr(exc, "facts", None))
     finally:
         transport.close()
-    result = dict(changed=run.changed, crds=run.crds, totals=run.totals, cluster=cluster)
+    result = dict(changed=run.changed, crds=run.crds, totals=run.totals, cluster=cluster, barrier=facts)
     problems = run.problems()
     if problems:
         msg = "cluster %s: %d CRD(s) not fully migrated: %s" % (cluster, len(problems), "; ".join(problems))
