@@ -101,12 +101,21 @@ def merge_write(transport: Transport, crd: Crd, ref: ObjectRef, listed_rv: str, 
                                                obj=ref.key), stale_object=stale)
 
 
+GENERIC_422 = "the server rejected our request due to an error in our request"
+
+
 def is_test_failure(resp: ApiResponse) -> bool:
-    """The resourceVersion ``test`` op failed: the object changed since it was listed. The apiserver answers
-    422 with the JSON patch library's "testing value ... failed" (observed on 1.37.2); 409 is accepted too."""
+    """The resourceVersion ``test`` op failed: the object changed since it was listed. kube-apiserver 1.37.2
+    answers 422 ``reason: Invalid`` with the generic message below and empty details (observed; it wraps any
+    JSON patch application error that way). Our ops other than the test only touch managedFields entries the
+    test pinned, so that answer means "changed meanwhile": re-read and retry. 409 is accepted too. A 422 of
+    validation or of a ValidatingAdmissionPolicy carries its own message and is not retried."""
     if resp.status == 409:
         return True
-    return resp.status == 422 and "test" in resp.api_message().lower()
+    if resp.status != 422:
+        return False
+    message = resp.api_message().strip().lower()
+    return message == GENERIC_422 or "testing value" in message
 
 
 def read_metadata(transport: Transport, crd: Crd, ref: ObjectRef) -> ApiResponse:

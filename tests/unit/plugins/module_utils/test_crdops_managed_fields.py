@@ -171,3 +171,18 @@ def test_managed_fields_only_check_mode_counts_and_writes_nothing():
     r = fix_managed_fields(c, get_crd(c, NAME), opts(check_mode=True))
     assert c.writes() == [] and c.dry_runs() == []
     assert (r.rewritten, r.unchanged, r.objects_with_stale_managed_fields, r.managed_fields_dropped) == (0, 0, 3, 6)
+
+
+def test_a_422_of_validation_or_policy_is_not_taken_for_a_failed_test():
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.object_write import is_test_failure
+    from tests.unit.crdops_fakes import status
+
+    assert is_test_failure(status(422, "the server rejected our request due to an error in our request", "Invalid"))
+    assert is_test_failure(status(409, "the object has been modified", "Conflict"))
+    assert not is_test_failure(status(422, 'Widget.x "a" is invalid: spec.size: Invalid value', "Invalid"))
+    c = cluster(n=3, stale_every=1)
+    c.hooks.append(lambda m, p, q, b: status(422, "ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no",
+                                             "Invalid") if m == "PATCH" and p.endswith("/obj-00001") else None)
+    r = migrate_crd(c, get_crd(c, NAME), opts())
+    assert r.failed == 1 and len([m for m, p, q in c.calls if m == "PATCH" and p.endswith("/obj-00001")]) == 1
+    assert "denied request: no" in r.first_failures[0]["message"]
