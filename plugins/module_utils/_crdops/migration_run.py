@@ -111,10 +111,13 @@ def _mf_words(entry: Dict[str, Any]) -> str:
 
 
 def started_message(crd: Crd) -> str:
-    action = "rewritten to" if keeps_ownership(crd.conversion_strategy) else "dropped (webhook conversion), not"
+    if keeps_ownership(crd.conversion_strategy):
+        action = "set to %s (ownership kept)" % crd.storage_version
+    else:
+        action = "dropped (webhook conversion; field paths may differ)"
     return ("Re-storing every object at storage version %s (status.storedVersions: %s) with no-op writes; "
-            "managedFields entries at other versions of %s are %s %s." % (
-                crd.storage_version, ", ".join(crd.stored_versions) or "none", crd.group, action, crd.storage_version))
+            "managedFields entries at other versions of %s are %s." % (
+                crd.storage_version, ", ".join(crd.stored_versions) or "none", crd.group, action))
 
 
 def finished_event(entry: Dict[str, Any]) -> Tuple[str, str, bool]:

@@ -367,7 +367,7 @@ class RestorePass(object):
 
     def advance_checkpoint(self, page: _Page) -> None:
         """Move the resume point past a page once every page so far is failure-free (never past a failure)."""
-        if not self.clean or self.options.check_mode or not page.futures:
+        if not self.clean or self.options.check_mode or not page.last_key:
             return
         if self.clean_through is not None and page.last_key <= self.clean_through:
             return
@@ -474,6 +474,7 @@ def fix_managed_fields(
     opts = replace(options, use_checkpoint=False, write_record=False)
     return RestorePass(transport, crd, opts, probe=probe, progress=progress, clock=clock, now=now,
                        managed_fields_only=True).run()
+
 
 def _throttled(transport: Transport) -> int:
     stats = getattr(transport, "stats", None)

@@ -36,7 +36,7 @@ def test_pass_posts_started_and_succeeded_events_with_counts():
     assert entry_["event_errors"] == [] and res.changed
     assert [e["reason"] for e in c.events] == [events.PASS_STARTED, events.PASS_SUCCEEDED]
     started, done = (e["message"] for e in c.events)
-    assert "storage version v2" in started and "v1, v2" in started and "rewritten to" in started
+    assert "storage version v2" in started and "v1, v2" in started and "set to v2 (ownership kept)" in started
     assert "listed 5, rewritten 5, unchanged 0, gone 0" in done and "2 rewritten to the storage version" in done
     assert "migration record written" in done and all(e["involvedObject"]["name"] == NAME for e in c.events)
     assert res.totals["managed_fields_rewritten"] == 2 and res.totals["objects_with_stale_managed_fields"] == 1

@@ -202,6 +202,7 @@ def test_checkpoint_written_and_resume_skips_done_objects():
     after = len([x for x in c.writes() if "/obj-" in x[1]])
     assert r2.ok and r2.record_written and r2.resumed_from == ckpt["last"]
     assert r2.skipped_by_checkpoint == last_index + 1
+    assert validate_record(get_crd(c, NAME)).ok  # rewritten + skipped_by_checkpoint == listed
     assert after - before == 30 - (last_index + 1)
     assert json.loads(get_crd(c, NAME).annotations[RECORD_ANNOTATION])["startedAt"] == ckpt["startedAt"]
     assert c.stored_versions_on_disk(NAME) == ["v2"]

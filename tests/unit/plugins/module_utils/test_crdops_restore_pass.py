@@ -137,3 +137,23 @@ def test_relist_skips_are_counted_and_the_record_accounts_for_every_listing():
     # 8 listed before the relist, 12 after; the 8 done before are listed again and skipped
     assert (r.listed, r.rewritten, r.unchanged, r.gone, r.skipped_by_checkpoint) == (20, 12, 0, 0, 8)
     assert validate_record(get_crd(c, NAME)).ok
+
+
+def test_managed_fields_only_pass_after_a_relist_counts_each_object_once():
+    from tests.unit.crdops_mf_fakes import MfCluster, entry
+
+    c = MfCluster()
+    c.add_crd(stored=("v2",))
+    c.add_objects(NAME, 12, namespaces=("a",), stored="v2")
+    c.set_managed_fields(NAME, "a/obj-00009", [entry("argocd", "stable.example.com/v1")])
+    expired = []
+
+    def hook(method, path, q, body):
+        if method == "GET" and q.get("continue") == "a/obj-00007" and not expired:
+            expired.append(1)
+            return status(410, "The provided continue parameter is too old", "Expired")
+    c.hooks.append(hook)
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import fix_managed_fields
+    r = fix_managed_fields(c, get_crd(c, NAME), RestoreOptions(page_size=4, workers=2))
+    assert (r.listed, r.rewritten, r.unchanged, r.skipped_by_checkpoint) == (20, 1, 11, 8) and r.relists == 1
+    assert c.crd_writes == 0  # no checkpoint, no record in this mode
