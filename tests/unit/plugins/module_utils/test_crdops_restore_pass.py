@@ -36,22 +36,22 @@ def ref(name, stale=None):
 
 
 def test_select_skips_through_the_clean_key_and_in_mf_only_mode_objects_without_stale_entries():
-    _c, p, _ = make_pass()
+    _c, p, _seen = make_pass()
     refs = [ref("obj-1"), ref("obj-2", StaleFields((0,), 1)), ref("obj-3")]
     assert p.select(refs) == (refs, 0)
     p.clean_through = "a/obj-1"
     assert p.select(refs) == (refs[1:], 1)
-    _c, q, _ = make_pass(mf_only=True)
+    _c, q, _seen = make_pass(mf_only=True)
     assert q.select(refs) == ([refs[1]], 0) and q.result.unchanged == 2
 
 
 def test_submit_writes_in_workers_or_in_check_mode_only_plans():
-    c, p, _ = make_pass()
+    c, p, _seen = make_pass()
     with ThreadPoolExecutor(2) as ex:
         page = p.submit(ex, [ref("obj-00000"), ref("obj-00001")], "a/obj-00001", 1)
         assert [f.result().kind for f in page.futures] == [REWRITTEN, REWRITTEN]
     assert page.skipped == 1 and page.last_key == "a/obj-00001"
-    c2, q, _ = make_pass(check_mode=True, preflight_sample=1)
+    c2, q, _seen = make_pass(check_mode=True, preflight_sample=1)
     with ThreadPoolExecutor(1) as ex:
         page = q.submit(ex, [ref("obj-00000", StaleFields((0, 1), 2))], "a/obj-00000", 0)
     assert page.futures == [] and c2.writes() == [] and len(c2.dry_runs()) == 1
@@ -59,7 +59,7 @@ def test_submit_writes_in_workers_or_in_check_mode_only_plans():
 
 
 def test_tally_counts_each_kind_and_keeps_the_first_failures():
-    _c, p, _ = make_pass(max_failures=1)
+    _c, p, _seen = make_pass(max_failures=1)
     err = AdmissionRejected("re-store rejected", cluster="c1", crd=NAME, obj="a/x", status=400, api_message="no")
     results = [p.tally(o) for o in (Outcome(REWRITTEN, None, 2, 0, True), Outcome(UNCHANGED), Outcome(GONE),
                                     Outcome(NOT_ATTEMPTED, stale_object=True), Outcome(FAILED, err))]
@@ -75,7 +75,7 @@ def test_tally_counts_each_kind_and_keeps_the_first_failures():
 
 
 def test_advance_checkpoint_only_while_clean_and_forward():
-    c, p, _ = make_pass(checkpoint_every=1)
+    c, p, _seen = make_pass(checkpoint_every=1)
     page = _Page([ref("obj-00001")], ["done"], "a/obj-00001", 0)
     p.advance_checkpoint(page)
     ckpt = json.loads(get_crd(c, NAME).annotations[CHECKPOINT_ANNOTATION])
@@ -88,7 +88,7 @@ def test_advance_checkpoint_only_while_clean_and_forward():
 
 
 def test_checkpoint_write_failure_is_a_note_not_an_error():
-    c, p, _ = make_pass()
+    c, p, _seen = make_pass()
     c.hooks.append(lambda m, path, q, b: status(500, "etcd busy", "InternalError")
                    if m == "PATCH" and "customresourcedefinitions" in path else None)
     p.advance_checkpoint(_Page([], ["done"], "a/obj-00001", 0))
@@ -104,18 +104,18 @@ def test_report_progress_carries_the_counts():
 
 
 def test_write_record_only_after_a_complete_clean_pass_and_never_in_mf_only_mode():
-    c, p, _ = make_pass()
+    c, p, _seen = make_pass()
     p.result.complete, p.result.listed, p.result.rewritten, p.result.skipped_by_checkpoint = True, 6, 4, 2
     p.write_record()
     assert p.result.record_written and validate_record(get_crd(c, NAME)).ok
     assert p.result.record["skippedByCheckpoint"] == 2
     for mutate in (lambda q: setattr(q.result, "failed", 1), lambda q: setattr(q.result, "complete", False)):
-        c2, q, _ = make_pass()
+        c2, q, _seen = make_pass()
         q.result.complete = True
         mutate(q)
         q.write_record()
         assert not q.result.record_written and RECORD_ANNOTATION not in get_crd(c2, NAME).annotations
-    c3, m, _ = make_pass(mf_only=True)
+    c3, m, _seen = make_pass(mf_only=True)
     m.result.complete = True
     m.write_record()
     assert not m.result.record_written and c3.crd_writes == 0
