@@ -19,6 +19,13 @@ description:
     JSON merge patch at the storage version. The apiserver re-encodes an object only when its stored
     bytes differ, so already migrated objects are not written and keep their resourceVersion; this
     gives an exact count of rewritten and unchanged objects. Object content is never sent.
+  - An object listed with C(metadata.managedFields) entries at another version of the CRD's group gets, instead of
+    the empty patch, one JSON patch (guarded by a C(test) of its resourceVersion) that sets those entries to the
+    storage version (conversion C(None)) or removes them (C(Webhook)); otherwise server-side apply to the object fails
+    once that version is removed (kubernetes/kubernetes#111937). This write, too, re-stores the object.
+  - A write answered 404 counts as C(gone) only when the Status names the object and a read at a version every
+    apiserver serves confirms it; any other 404 fails that object (a lagging HA apiserver answers 404 for a
+    version it has not loaded yet).
   - Page N is patched by a bounded worker pool while page N+1 is listed; memory does not grow with
     the number of objects.
   - Throttling (429/503) honours C(Retry-After); connection errors and 500/502/504 are retried with
@@ -35,7 +42,10 @@ description:
     clean page so that a rerun resumes where the last one stopped. It is ignored when stale and removed
     when the record is written.
   - CRDs whose C(status.storedVersions) already equals the storage version, or that carry a valid record,
-    are skipped unless O(force=true).
+    are skipped unless O(force=true). A skipped CRD still gets a managedFields-only pass; its objects are listed
+    and only those with managedFields entries at another version are written (no record).
+  - Outside check mode, Kubernetes Events on the CRD (C(kubectl describe crd)) say when each pass started,
+    succeeded (with its counts) or failed (with the reason).
   - The module fails when any pass is incomplete or has failures; the failure result holds every CRD's counts.
 extends_documentation_fragment:
   - crdops.migration._auth
@@ -175,14 +185,28 @@ crds:
     listed: {description: Objects listed., type: int, returned: always}
     rewritten: {description: Objects whose resourceVersion changed (re-encoded)., type: int, returned: always}
     unchanged: {description: Objects already stored at the storage version., type: int, returned: always}
-    gone: {description: Objects deleted between list and write., type: int, returned: always}
+    gone:
+      description:
+        - Objects deleted between list and write. Counted only when the write's 404 is a C(NotFound) Status naming
+          the object and a GET at a version every apiserver serves (the old storage version while it is still
+          served) also answers C(NotFound) naming it. Any other 404 (for example the plain-text C(404 page not found)
+          of an apiserver that does not serve the storage version yet) counts as C(failed).
+      type: int
+      returned: always
     failed: {description: Objects whose write failed., type: int, returned: always}
-    skipped_by_checkpoint: {description: Objects skipped because a checkpoint shows them done., type: int, returned: always}
+    skipped_by_checkpoint:
+      description:
+        - Listed objects not written because a checkpoint (or, after a relist, this pass) shows them done.
+        - A complete pass accounts for every listing, C(rewritten + unchanged + gone + skipped_by_checkpoint == listed).
+      type: int
+      returned: always
     not_attempted: {description: Objects not written because the pass stopped., type: int, returned: always}
     throttled: {description: Throttled responses (429/503)., type: int, returned: always}
     relists: {description: Lists restarted after 410 Gone., type: int, returned: always}
     first_failures:
-      description: The first 20 failures (namespace, name, status, reason, kind, message).
+      description:
+        - The first 20 failures (C(namespace), C(name), C(status), C(reason), C(kind), the API's C(message), and
+          C(error), one sentence naming cluster, CRD, object, what failed and the API's message).
       type: list
       elements: dict
       returned: always
@@ -199,6 +223,36 @@ crds:
           with C(namespace), C(name), HTTP C(status), error C(kind) and the API's C(message).
       type: list
       elements: dict
+      returned: always
+    managed_fields_rewritten:
+      description:
+        - C(metadata.managedFields) entries whose C(apiVersion) was another version of the CRD's group, set to the
+          storage version in the object's one write (conversion strategy C(None), where the field paths are the same, so
+          ownership is kept). Such entries make server-side apply fail with HTTP 500 once that version is removed
+          (kubernetes/kubernetes#111937). In check mode, the entries that would be rewritten.
+      type: int
+      returned: always
+    managed_fields_dropped:
+      description:
+        - Such entries removed instead (conversion strategy C(Webhook), where field paths may differ; or an C(Update)
+          entry whose rewrite would duplicate another entry of the same manager). An object left without entries
+          gets the single empty entry C([{}]) as its managedFields, which the apiserver turns into none. In check mode, the entries that would be dropped.
+      type: int
+      returned: always
+    objects_with_stale_managed_fields:
+      description: Objects listed with such entries (written with the fix, or in check mode, planned).
+      type: int
+      returned: always
+    managed_fields_only:
+      description:
+        - The CRD was skipped (see RV(crds[].skipped)) and only its objects with managedFields entries at another version
+          were written. Objects without such entries are not written and are counted in RV(crds[].unchanged). No record.
+      type: bool
+      returned: always
+    event_errors:
+      description: Kubernetes Events about the pass that could not be posted on the CRD (never a failure).
+      type: list
+      elements: str
       returned: always
     barrier:
       description:
@@ -236,10 +290,13 @@ barrier:
     warning: {description: Why this barrier is weaker than reaching every apiserver (null when it is not)., type: str, returned: when not refused}
     refusal: {description: Check mode - the message a real run would fail with., type: str, returned: in check mode when refused}
 totals:
-  description: Sums over all CRDs (listed, rewritten, unchanged, gone, failed, throttled).
+  description:
+    - Sums over all CRDs (listed, rewritten, unchanged, gone, failed, throttled, skipped_by_checkpoint,
+      managed_fields_rewritten, managed_fields_dropped, objects_with_stale_managed_fields).
   returned: always
   type: dict
-  sample: {listed: 1200, rewritten: 800, unchanged: 400, gone: 0, failed: 0, throttled: 0}
+  sample: {listed: 1200, rewritten: 800, unchanged: 400, gone: 0, failed: 0, throttled: 0, skipped_by_checkpoint: 0,
+           managed_fields_rewritten: 120, managed_fields_dropped: 0, objects_with_stale_managed_fields: 60}
 cluster:
   description: Secret-free name of the cluster.
   returned: always

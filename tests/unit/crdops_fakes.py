@@ -27,12 +27,20 @@ def resp(status, body=None, headers=None):
     return ApiResponse(status, headers or {}, data)
 
 
-def status(code, message, reason="", continue_token=None):
+def status(code, message, reason="", continue_token=None, details=None):
     body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
             "reason": reason, "code": code, "metadata": {}}
     if continue_token:
         body["metadata"]["continue"] = continue_token
+    if details is not None:
+        body["details"] = details
     return resp(code, body)
+
+
+def not_found(group, plural, name):
+    """The Status a real apiserver answers for a missing custom object (details name it)."""
+    return status(404, '%s.%s "%s" not found' % (plural, group, name), "NotFound",
+                  details={"name": name, "group": group, "kind": plural})
 
 
 def make_crd(name="crontabs.stable.example.com", versions=(("v1", True, False), ("v2", True, True)),
@@ -203,7 +211,7 @@ class FakeCluster(object):
         key = "%s/%s" % (ns, name) if ns else name
         obj = objs.get(key)
         if obj is None:
-            return status(404, '%s "%s" not found' % (crd_name, name), "NotFound")
+            return not_found(group, plural, name)
         if method == "PATCH":
             assert body == b"{}", "the engine must never send object content"
             assert content_type == "application/merge-patch+json"
