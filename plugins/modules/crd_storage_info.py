@@ -24,7 +24,7 @@ description:
   - Given the manifests of the next release (O(target_manifests)), reports the versions it would remove
     that are still stored (the "skip-a-version trap"), before anything is applied.
   - Given O(etcd_url), reports per CRD what the re-store would change in the stored bytes beyond
-    C(apiVersion) (RV(crds[].storage_diff)): defaults of the storage version it would persist and fields
+    C(apiVersion) (RV(crds[].storage_diff)) - defaults of the storage version it would persist, and fields
     its schema no longer has that it would delete for good. The API cannot show this, since it applies
     defaults and prunes unknown fields already when it reads from etcd; only the raw values show it.
     Without O(etcd_url), RV(crds[].storage_diff.checked) is V(false) and says why.
