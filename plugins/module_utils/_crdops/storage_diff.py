@@ -172,4 +172,7 @@ def storage_diff_of(transport: Transport, sampler: Optional[EtcdSampler], crd: C
         return not_checked(NO_ETCD_REASON)
     if sample <= 0:
         return not_checked("diff_sample is 0: no stored object was compared")
+    if crd.storage_version not in crd.served_versions:
+        return not_checked("the storage version %s is not served: the API cannot show the objects at it"
+                           % crd.storage_version)
     return diff_crd(transport, sampler, crd, etcd_prefix, sample).as_dict()

@@ -192,3 +192,9 @@ def test_without_etcd_the_result_says_it_was_not_checked():
     assert "no etcd_url" in NO_ETCD_REASON
     off = storage_diff_of(FakeApi({}), FakeSampler([]), crd(), "/registry", 0)
     assert off["checked"] is False and "diff_sample" in off["reason"]
+
+
+def test_a_storage_version_that_is_not_served_cannot_be_compared():
+    c = crd(versions=(("v1", True, False), ("v2", False, True)))
+    out = storage_diff_of(FakeApi({}), FakeSampler([raw("a", "v2", 1)]), c, "/registry", 20)
+    assert out == {"checked": False, "reason": "the storage version v2 is not served: the API cannot show the objects at it"}
