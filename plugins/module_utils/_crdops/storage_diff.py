@@ -6,8 +6,10 @@
 """What the re-store will change in the stored bytes, beyond apiVersion - seen only from etcd.
 
 The apiserver prunes unknown fields and applies the structural defaults of a version already when it
-*reads* an object from etcd (apiextensions-apiserver decodes stored objects through its schema
-coercer and defaulter), so a GET and a dry-run of the no-op write both show the object as it will be
+*reads* an object from etcd (k8s.io/apiextensions-apiserver v0.37.2, pkg/apiserver/customresource_handler.go,
+crdConversionRESTOptionsGetter.GetRESTOptions: the storage codec decodes through a schemaCoercingDecoder
+that prunes with the stored version's schema, a schemaCoercingConverter that prunes again after conversion,
+and an unstructuredDefaulter), so a GET and a dry-run of the no-op write both show the object as it will be
 written, and neither shows what is lost. The re-store then persists exactly that view: defaults become
 stored data, and pruned fields are deleted for good - a rollback to the previous release cannot get them
 back. Comparing the raw value in etcd with the API's answer for the same object at the storage version
