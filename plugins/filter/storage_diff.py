@@ -39,6 +39,8 @@ def storage_diff_lines(crds: List[Dict[str, Any]]) -> List[str]:
         head = "%s: %d of %d stored objects compared at %s, %d would change beyond apiVersion" % (
             crd.get("name"), diff.get("compared", 0), diff.get("keys", 0), diff.get("storage_version"),
             diff.get("would_change", 0))
+        if diff.get("view") == "get":
+            head += " (read with GET, no patch permission: defaults of the storage version may be missing)"
         parts = [head]
         for what, verb in (("added", "adds (defaults persisted)"), ("removed", "removes for good"),
                            ("changed", "changes")):

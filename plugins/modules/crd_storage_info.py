@@ -66,7 +66,9 @@ options:
     description:
       - Client URL of one etcd member, for example V(https://10.0.0.5:2379). When given, a sample of each
         CRD's stored objects is read raw from etcd and compared with what the API returns for the same
-        objects at the storage version (RV(crds[].storage_diff)). Read-only.
+        objects at the storage version (RV(crds[].storage_diff)). Nothing is written - the API's view is the
+        re-store's own request sent with C(dryRun=All) (so it needs the C(patch) verb on the custom resources;
+        without it the comparison falls back to a GET and says so in RV(crds[].storage_diff.view)).
     type: str
   diff_sample:
     description:
@@ -140,6 +142,7 @@ crds:
         checked: true
         reason: null
         storage_version: v1
+        view: dry-run
         keys: 3
         sampled: 3
         compared: 3
@@ -156,6 +159,14 @@ crds:
         checked: {description: The stored values were read and compared., type: bool, returned: always}
         reason: {description: Why not checked (null when checked)., type: str, returned: always}
         storage_version: {description: The version the re-store writes., type: str, returned: when checked}
+        view:
+          description:
+            - V(dry-run) - compared with the response of the no-op write sent with C(dryRun=All), which is what the
+              re-store stores.
+            - V(get) - the credentials may not patch, compared with a GET instead. A GET of an object stored at an older
+              version does not show the storage version's defaults, so C(added) can miss some.
+          type: str
+          returned: when checked
         keys: {description: Keys of this resource in etcd (all of them, not only the sample)., type: int, returned: when checked}
         sampled: {description: Keys read for the comparison., type: int, returned: when checked}
         compared: {description: Sampled objects compared (the others are counted in C(skipped))., type: int, returned: when checked}
@@ -179,7 +190,8 @@ crds:
         skipped:
           description: >-
             Sampled objects not compared, by cause: C(encrypted), C(not_json), C(gone) (deleted meanwhile),
-            C(changed_meanwhile) (written between the two reads, twice), C(webhook_version_not_served).
+            C(changed_meanwhile) (written between the two reads, twice), C(webhook_version_not_served),
+            C(dry_run_rejected) (admission refused the dry-run; the preflight reports why).
           type: dict
           returned: when checked
         examples: {description: Path -> up to 3 objects (C(namespace/name)) where it was seen., type: dict, returned: when checked}

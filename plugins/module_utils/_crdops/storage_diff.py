@@ -12,8 +12,15 @@ that prunes with the stored version's schema, a schemaCoercingConverter that pru
 and an unstructuredDefaulter), so a GET and a dry-run of the no-op write both show the object as it will be
 written, and neither shows what is lost. The re-store then persists exactly that view: defaults become
 stored data, and pruned fields are deleted for good - a rollback to the previous release cannot get them
-back. Comparing the raw value in etcd with the API's answer for the same object at the storage version
-(the same resourceVersion, i.e. the same bytes) shows the difference field by field.
+back. Comparing the raw value in etcd with the API's answer for the same object (the same resourceVersion,
+i.e. the same bytes) shows the difference field by field.
+
+The API's answer is the response to the re-store itself sent with ``dryRun=All`` (nothing is persisted):
+that is exactly what the write would store. A plain GET is not: reading an object stored at an older
+version applies the defaults of the version it is stored at, and the storage version's own defaults are
+applied only when the write decodes the patched object (measured on 1.37.2: a default added to the new
+storage version's schema shows in the dry-run, not in the GET). Without the ``patch`` permission the
+comparison falls back to GET and says so (``view: get``).
 
 Objects stored at another version: with conversion ``None`` only apiVersion differs after conversion,
 so they are compared with the API's view at the storage version. With a conversion webhook, renamed
@@ -32,7 +39,7 @@ from .crd import Crd
 from .errors import CrdOpsError
 from .etcd_scan import EtcdSampler, RawValue, encoding_of, resource_prefix
 from .field_paths import count_into, diff_values
-from .transport import Transport, error_from_response
+from .transport import MERGE_PATCH, Transport, error_from_response, is_admission_rejection
 
 DEFAULT_SAMPLE = 20
 MAX_EXAMPLES = 3
@@ -40,9 +47,14 @@ NO_ETCD_REASON = ("no etcd_url: the values stored in etcd were not read, so the 
                   "persist (defaults) or delete (pruned by the schema) could not be checked")
 
 
+VIEW_DRY_RUN = "dry-run"  # the no-op write with dryRun=All: what the re-store would store
+VIEW_GET = "get"  # fallback without patch permission: misses the storage version's defaults on old objects
+
+
 @dataclass
 class StorageDiff:
     storage_version: str
+    view: str = VIEW_DRY_RUN
     revision: int = 0
     keys: int = 0
     sampled: int = 0
@@ -85,13 +97,34 @@ def _read_version(crd: Crd, stored_version: str) -> Optional[str]:
     return stored_version if stored_version in crd.served_versions else None
 
 
-def _api_view(transport: Transport, crd: Crd, version: str, ns: Optional[str], name: str) -> Optional[dict]:
-    resp = transport.request("GET", crd.resource_path(version, ns, name))
+class _Rejected(Exception):
+    """Admission refused the dry-run of this object's write (the preflight reports that with its message)."""
+
+
+def _dry_run(transport: Transport, crd: Crd, ns: Optional[str], name: str, diff: StorageDiff):
+    resp = transport.request("PATCH", crd.resource_path(crd.storage_version, ns, name), query=[("dryRun", "All")],
+                             body=b"{}", content_type=MERGE_PATCH)
+    if resp.status == 403 and not is_admission_rejection(resp.api_message()):
+        diff.view = VIEW_GET  # no patch permission (read-only audit credentials): fall back, say so
+        return None
+    if resp.status in (400, 403, 422) and is_admission_rejection(resp.api_message()):
+        raise _Rejected()
+    return resp
+
+
+def _api_view(transport: Transport, crd: Crd, version: str, ns: Optional[str], name: str,
+              diff: StorageDiff) -> Optional[dict]:
+    resp = None
+    if diff.view == VIEW_DRY_RUN and version == crd.storage_version:
+        resp = _dry_run(transport, crd, ns, name, diff)
+    if resp is None:
+        resp = transport.request("GET", crd.resource_path(version, ns, name))
     if resp.status == 404 and (resp.status_body().get("details") or {}).get("name") == name:
         return None  # deleted since etcd was read
     if not resp.ok:
-        raise error_from_response(resp, "GET at %s (storage diff)" % version, cluster=transport.cluster_label,
-                                  crd=crd.name, obj="%s/%s" % (ns, name) if ns else name)
+        raise error_from_response(resp, "reading the object at %s (storage diff)" % version,
+                                  cluster=transport.cluster_label, crd=crd.name,
+                                  obj="%s/%s" % (ns, name) if ns else name)
     return resp.json()
 
 
@@ -112,7 +145,11 @@ def _pair(transport: Transport, sampler: EtcdSampler, crd: Crd, raw: RawValue, n
         if version is None:
             diff.skip("webhook_version_not_served")
             return None
-        view = _api_view(transport, crd, version, ns, name)
+        try:
+            view = _api_view(transport, crd, version, ns, name, diff)
+        except _Rejected:
+            diff.skip("dry_run_rejected")
+            return None
         if view is None:
             diff.skip("gone")
             return None

@@ -81,15 +81,20 @@ class FakeSampler(object):
 
 
 class FakeApi(object):
+    """GET and the dry-run PATCH of a path answer the same view unless ``patch`` overrides it."""
     cluster_label = "test-cluster"
 
-    def __init__(self, views):
+    def __init__(self, views, patch=None):
         self.views = views  # path -> (status, body)
+        self.patch = patch or {}  # path -> (status, body) for PATCH only
         self.paths = []
+        self.calls = []
 
     def request(self, method, path, *, query=None, body=None, content_type=None, accept=None):
         self.paths.append(path)
-        status, obj = self.views.get(path, (404, {"kind": "Status", "reason": "NotFound", "details": {"name": "?"}}))
+        self.calls.append((method, path, tuple(query or ()), body))
+        missing = (404, {"kind": "Status", "reason": "NotFound", "details": {"name": "?"}})
+        status, obj = (self.patch.get(path) if method == "PATCH" and path in self.patch else self.views.get(path, missing))
         return ApiResponse(status, {}, json.dumps(obj).encode())
 
 
@@ -198,3 +203,25 @@ def test_a_storage_version_that_is_not_served_cannot_be_compared():
     c = crd(versions=(("v1", True, False), ("v2", False, True)))
     out = storage_diff_of(FakeApi({}), FakeSampler([raw("a", "v2", 1)]), c, "/registry", 20)
     assert out == {"checked": False, "reason": "the storage version v2 is not served: the API cannot show the objects at it"}
+
+
+def test_the_view_is_the_dry_run_of_the_no_op_write_at_the_storage_version():
+    api = FakeApi({}, patch={path("a"): view("a", "v2", 10, spec={"mode": "Auto"})})
+    d = diff_crd(api, FakeSampler([raw("a", "v1", 10, spec={})]), crd(), "/registry")
+    assert api.calls == [("PATCH", path("a"), (("dryRun", "All"),), b"{}")]
+    assert (d.view, d.added) == ("dry-run", {".spec.mode": 1})
+
+
+def test_without_patch_permission_it_falls_back_to_get_and_says_so():
+    denied = (403, {"kind": "Status", "reason": "Forbidden", "message": 'crontabs "a" is forbidden: User "audit" cannot patch'})
+    api = FakeApi({path("a"): view("a", "v2", 10), path("b"): view("b", "v2", 11)}, patch={path("a"): denied})
+    d = diff_crd(api, FakeSampler([raw("a", "v1", 10), raw("b", "v1", 11)]), crd(), "/registry")
+    assert [m for m, *_ in api.calls] == ["PATCH", "GET", "GET"]  # asks once, then reads
+    assert (d.view, d.compared, d.as_dict()["view"]) == ("get", 2, "get")
+
+
+def test_an_admission_rejection_of_the_dry_run_skips_that_object():
+    denied = (400, {"kind": "Status", "message": 'admission webhook "deny.example.com" denied the request: no'})
+    api = FakeApi({}, patch={path("a"): denied, path("b"): view("b", "v2", 11)})
+    d = diff_crd(api, FakeSampler([raw("a", "v1", 10), raw("b", "v1", 11)]), crd(), "/registry")
+    assert (d.view, d.compared, d.skipped) == ("dry-run", 1, {"dry_run_rejected": 1})
