@@ -70,12 +70,14 @@ options:
         re-store's own request sent with C(dryRun=All) (so it needs the C(patch) verb on the custom resources;
         without it the comparison falls back to a GET and says so in RV(crds[].storage_diff.view)).
     type: str
+    version_added: 1.1.0
   diff_sample:
     description:
       - How many stored objects per CRD (the first keys in etcd's key order) to compare when O(etcd_url)
         is given. V(0) turns the comparison off.
     type: int
     default: 20
+    version_added: 1.1.0
 seealso:
   - module: kubernetes.core.k8s_info
   - module: crdops.migration.crd_storage_migrate
@@ -129,6 +131,7 @@ crds:
       type: dict
       returned: always
     storage_diff:
+      version_added: 1.1.0
       description:
         - What the re-store at the storage version would change in the sampled stored objects, beyond
           C(apiVersion) and server-set metadata (C(resourceVersion), C(managedFields), C(generation),
