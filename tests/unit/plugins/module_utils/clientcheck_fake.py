@@ -40,6 +40,9 @@ class ClientCheckFake(object):
             meta["labels"] = labels
         self.objects[(ns, name)] = {"apiVersion": GROUP + "/v2", "kind": "Crontab", "metadata": meta, "spec": spec}
 
+    def close(self):
+        pass
+
     def _defined(self):
         return {v["name"] for v in self.crd["spec"]["versions"]}
 
