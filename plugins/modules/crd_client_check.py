@@ -111,6 +111,12 @@ crds:
     applies: {description: Dry-run applies of a manager's own fields., type: int, returned: always}
     probes: {description: Identity-only dry-run applies (objects without Apply entries)., type: int, returned: always}
     gone: {description: Sampled objects deleted before they were checked., type: int, returned: always}
+    stale_not_applied:
+      description:
+        - Sampled objects with entries at removed versions that were not sent a dry-run (counted in C(stale_objects)).
+          Three such objects, plus one per new combination of entries, already show the API's message.
+      type: int
+      returned: always
     managers: {description: Field managers whose applies were checked., type: list, elements: str, returned: always}
     failed: {description: Failed dry-run applies (and reads)., type: int, returned: always}
     failures:

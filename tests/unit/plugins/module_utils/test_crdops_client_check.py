@@ -139,3 +139,14 @@ def test_outcome_event_is_a_warning_naming_the_object():
     assert post_outcome(fake, crd, check_crd(fake, crd)) is None
     [event] = fake.events
     assert event["type"] == "Warning" and event["reason"] == "ClientCheckFailed" and "a/stale-1" in event["message"]
+
+
+def test_only_a_few_alike_stale_objects_are_sent_a_dry_run_all_are_counted():
+    fake = ClientCheckFake()
+    for i in range(6):
+        fake.add("a", "s-%d" % i, {"size": i}, [entry("argocd", "v1alpha1", {"f:spec": {"f:size": {}}})])
+    fake.add("a", "t-0", {"size": 9}, [entry("flux", "v1alpha1", {"f:spec": {"f:size": {}}})])  # a new kind
+    result = check_crd(fake, Crd.from_api(fake.crd))
+    assert (result.stale_objects, result.stale_not_applied, result.checked_objects) == (7, 3, 4)
+    assert [f.obj for f in result.failures] == ["a/s-0", "a/s-1", "a/s-2", "a/t-0"]
+    assert result.to_dict()["stale_not_applied"] == 3 and not result.ok
