@@ -96,6 +96,7 @@ def test_client_check_fails_on_entries_at_a_removed_version_naming_object_manage
     assert out["_rc"] == 0 and out["ok"] is False and out["failed_checks"] == 4, out
     assert [k for k in etcd_reader.keys_written_since(cluster.etcd_url, revision) if group in k] == []
 
+
 def test_client_check_passes_when_entries_moved_to_the_storage_version(cluster, kube, group):
     s = lifecycle(kube, group, applied=4, posted=2, fix_managed_fields=True)
     out = run_module("crd_client_check", dict(auth_args(cluster), names=[s.crd_name]))

@@ -16,7 +16,7 @@ and for objects without ``Apply`` entries applies their bare identity as a probe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from .crd import Crd
 from .errors import ConnectionFailed, CrdOpsError
@@ -96,7 +96,7 @@ def _key(meta: Mapping[str, Any]) -> str:
 
 
 def _version_of(api_version: str, group: str) -> Optional[str]:
-    grp, _, ver = str(api_version).rpartition("/")
+    grp, dummy, ver = str(api_version).rpartition("/")
     return ver if grp == group else None
 
 

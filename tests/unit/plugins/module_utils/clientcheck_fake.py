@@ -76,7 +76,7 @@ class ClientCheckFake(object):
         return resp(200, obj)
 
     def _list(self, q):
-        items = [{"metadata": o["metadata"]} for _, o in sorted(self.objects.items())]
+        items = [{"metadata": o["metadata"]} for key, o in sorted(self.objects.items())]
         limit = int(q.get("limit", "500"))
         start = int(q.get("continue", "0"))
         page = items[start:start + limit]

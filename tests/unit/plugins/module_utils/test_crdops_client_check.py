@@ -84,8 +84,8 @@ def test_check_crd_applies_each_manager_fields_dry_run_and_names_the_failure():
                     "labels": {"team": "t"}}, "spec": {"color": "red"}}
     # v1 is defined but not served: applied at the storage version; probe for the Update-only object
     assert by_manager[("served-old", "flux")][0] == "/apis/%s/v2/namespaces/b/crontabs/served-old" % GROUP
-    assert by_manager[("update-only", "crdops-client-check")][1]["metadata"] == {"name": "update-only",
-                                                                                "namespace": "b"}
+    probe = by_manager[("update-only", "crdops-client-check")][1]
+    assert probe["metadata"] == {"name": "update-only", "namespace": "b"}
     assert not [c for c in fake.calls if c[0] not in ("GET", "PATCH")]  # nothing but reads and dry-runs
 
 
@@ -94,7 +94,7 @@ def test_apply_entry_at_a_served_version_is_applied_there():
     fake.add("a", "x", {"size": 1}, [entry("argocd", "v1", {"f:spec": {"f:size": {}}})])
     result = check_crd(fake, Crd.from_api(fake.crd))
     assert result.ok and result.applies == 1
-    [(path, _, body)] = fake.applies
+    [(path, dummy, body)] = fake.applies
     assert path == "/apis/%s/v1/namespaces/a/crontabs/x" % GROUP and body["apiVersion"] == GROUP + "/v1"
 
 
