@@ -39,6 +39,7 @@ from .object_write import (  # noqa: F401 - outcome kinds and restore_object are
     restore_object,
 )
 from .preflight import predict_rejections
+from .stop import StopSignal
 from .record import (
     Checkpoint,
     MigrationRecord,
@@ -198,7 +199,8 @@ class RestorePass(object):
 
     def __init__(self, transport: Transport, crd: Crd, options: RestoreOptions, *, probe: Optional[ProbeFn] = None,
                  progress: Optional[ProgressFn] = None, clock: Callable[[], float] = time.monotonic,
-                 now: Callable[[], str] = utc_now, managed_fields_only: bool = False) -> None:
+                 now: Callable[[], str] = utc_now, managed_fields_only: bool = False,
+                 stop: Optional[StopSignal] = None) -> None:
         self.transport = transport
         self.crd = crd
         self.options = options
@@ -223,6 +225,8 @@ class RestorePass(object):
         self.relists_seen = 0
         self._start = clock()
         self._throttled_before = 0
+        if stop is not None:  # a signal or a vanished supervisor ends the pass like a fatal error (stop.py)
+            stop.listen(self.stop)
 
     # -- the pass ---------------------------------------------------------------------------------------------
     def run(self) -> CrdResult:
@@ -448,13 +452,14 @@ def migrate_crd(
     progress: Optional[ProgressFn] = None,
     clock: Callable[[], float] = time.monotonic,
     now: Callable[[], str] = utc_now,
+    stop: Optional[StopSignal] = None,
 ) -> CrdResult:
     """Run one complete re-store pass over ``crd`` (as read when the pass starts) and, when it is
     complete with zero failures, write the migration record. Never raises for per-object errors;
     fatal errors (conversion webhook, auth, connection past the retry deadline) end the pass with
     ``aborted_reason`` set. Bad input raises before anything is written."""
     _prepare(transport, crd, options)
-    return RestorePass(transport, crd, options, probe=probe, progress=progress, clock=clock, now=now).run()
+    return RestorePass(transport, crd, options, probe=probe, progress=progress, clock=clock, now=now, stop=stop).run()
 
 
 def fix_managed_fields(
@@ -466,6 +471,7 @@ def fix_managed_fields(
     progress: Optional[ProgressFn] = None,
     clock: Callable[[], float] = time.monotonic,
     now: Callable[[], str] = utc_now,
+    stop: Optional[StopSignal] = None,
 ) -> CrdResult:
     """A managedFields-only pass for a CRD whose re-store is already done: list every object (metadata only)
     and write only those carrying managedFields entries at a version other than the storage version.
@@ -473,7 +479,7 @@ def fix_managed_fields(
     _prepare(transport, crd, options)
     opts = replace(options, use_checkpoint=False, write_record=False)
     return RestorePass(transport, crd, opts, probe=probe, progress=progress, clock=clock, now=now,
-                       managed_fields_only=True).run()
+                       managed_fields_only=True, stop=stop).run()
 
 
 def _throttled(transport: Transport) -> int:
