@@ -83,7 +83,7 @@ class ActionModule(ActionBase):
         def emit(line):
             display.display("%s | %s" % (label, line))
 
-        with Supervision(stop, watch_parent=True):
+        with Supervision(stop, watch_parent=True, time_limit=params["time_limit"]):
             res = run_followed(
                 lambda: migrate(params, bool(self._play_context.check_mode), warnings.append, stop=stop,
                                 follower=follower),

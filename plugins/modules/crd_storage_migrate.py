@@ -169,6 +169,11 @@ options:
     type: str
     choices: [auto, never]
     default: auto
+  time_limit:
+    description:
+      - Seconds after which the run stops as it does on SIGTERM (no new write, the requests in flight finish, the
+        checkpoint is kept) and fails with C(stopped: time_limit of N s reached). A rerun resumes. Unset means no limit.
+    type: float
 seealso:
   - module: crdops.migration.crd_storage_info
   - module: crdops.migration.crd_stored_versions_trim
@@ -378,6 +383,7 @@ OPTIONS = dict(
     # --- supervision (issue 11): used by the controller-side action plugin, ignored by the module itself ---
     progress_interval=dict(type="float", default=10),
     run_on_controller=dict(type="str", choices=["auto", "never"], default="auto"),
+    time_limit=dict(type="float"),
 )
 
 
@@ -434,7 +440,7 @@ def main():
     # way (no new writes, checkpoint kept); the parent is not watched, because under `async` it is the
     # job wrapper, not ansible-playbook.
     stop = StopSignal()
-    with Supervision(stop, watch_parent=False):
+    with Supervision(stop, watch_parent=False, time_limit=m.params["time_limit"]):
         result = migrate(m.params, m.check_mode, m.module.warn, stop=stop)
     if stop.is_set() and result.get("failed"):
         result["msg"] = "%s: %s" % (stop.reason, result["msg"])

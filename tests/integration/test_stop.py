@@ -132,8 +132,9 @@ def test_signals_stop_the_writes(cluster, kube, group, tmp_path):
     assert final.counts == {s.new(): COUNT}
     record = json.loads(kube.get_crd(s.crd_name)["metadata"]["annotations"]["migration.crdops.io/storage-migration"])
     assert record["failed"] == 0 and record["listed"] == COUNT
-    assert record["rewritten"] + record["unchanged"] + record["gone"] + record["skipped_by_checkpoint"] == COUNT
-    assert record["skipped_by_checkpoint"] >= runs[2]["after"] - 2 * 100 * 4  # resumed, not started over
+    assert record["rewritten"] + record["unchanged"] + record["gone"] + record["skippedByCheckpoint"] == COUNT
+    # resumed, not started over: the checkpoint of the SIGKILLed run is at most the pages in flight behind it
+    assert record["skippedByCheckpoint"] >= runs[2]["after"] - 2 * 100
     rerun_log = (tmp_path / "rerun.log").read_text()
     assert f"{COUNT}/{COUNT} objects (100.0%)" in rerun_log, rerun_log[-3000:]
     reliability.record(

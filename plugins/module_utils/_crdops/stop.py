@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from typing import Callable, List, Optional
 
 StopListener = Callable[[str], None]
@@ -60,15 +61,20 @@ class StopSignal(object):
 class Supervision(object):
     """While active: SIGINT/SIGTERM and the loss of the parent process request a stop of ``stop``.
 
+    ``time_limit``: seconds after which the run stops the same way (a rerun resumes from the checkpoint).
     ``watch_parent``: the pid the parent had when supervision began; when ``os.getppid()`` differs (the
     parent died and the process was re-parented), the supervisor is gone. Use it where the parent is the
     run's supervisor (ansible-playbook for its worker); signals need the main thread.
     """
 
     def __init__(self, stop: StopSignal, watch_parent: bool = True, poll: float = 0.25,
-                 getppid: Callable[[], int] = os.getppid) -> None:
+                 getppid: Callable[[], int] = os.getppid, time_limit: Optional[float] = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.stop = stop
         self.poll = poll
+        self.time_limit = time_limit
+        self._clock = clock
+        self._started = clock()
         self._getppid = getppid
         self._parent = getppid() if watch_parent else None
         self._signalled = None  # type: Optional[int]
@@ -101,6 +107,8 @@ class Supervision(object):
             self.stop.request("stopped by signal %s" % signal.Signals(self._signalled).name)
         elif self._parent is not None and self._getppid() != self._parent:
             self.stop.request("stopped: the supervising process (pid %d) is gone" % self._parent)
+        elif self.time_limit is not None and self._clock() - self._started >= self.time_limit:
+            self.stop.request("stopped: time_limit of %g s reached" % self.time_limit)
 
     def _watch(self) -> None:
         while not self._done.wait(self.poll):

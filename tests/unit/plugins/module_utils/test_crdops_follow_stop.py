@@ -151,3 +151,11 @@ def test_a_stop_requested_before_the_pass_writes_nothing():
     stop.request("stopped by signal SIGTERM")
     result = RestorePass(c, get_crd(c, NAME), RestoreOptions(page_size=5), stop=stop).run().to_dict()
     assert [w for w in c.writes() if "/crontabs/" in w[1]] == [] and result["complete"] is False and result["aborted_reason"] == "stopped by signal SIGTERM"
+
+
+def test_time_limit_requests_a_stop():
+    ticks = iter(range(0, 1000, 2))
+    stop = StopSignal()
+    with Supervision(stop, watch_parent=False, poll=0.01, time_limit=5, clock=lambda: next(ticks)):
+        assert stop.wait(5)
+    assert stop.reason == "stopped: time_limit of 5 s reached"
