@@ -57,7 +57,7 @@ def follow_log(proc: subprocess.Popen, log: Path) -> list[tuple[float, int, int,
             out.write(line)
             out.flush()
             m = PROGRESS.search(line)
-            if m:
+            if m and "[plan only]" not in line:  # the preflight's check-mode run prints its listing too
                 seen.append((round(time.monotonic() - start, 1), int(m.group(2)), int(m.group(3)), float(m.group(4))))
     proc.wait()
     return seen

@@ -161,8 +161,8 @@ options:
       - V(auto) runs the pass inside ansible-playbook's worker process (the action plugin of this module) when the task
         runs on the controller (C(ansible_connection=local), which is how clusters are inventoried) without C(async).
         There it prints progress lines and stops when ansible-playbook is stopped - SIGINT (Ctrl-C), SIGTERM (an AWX
-        cancel) or the loss of ansible-playbook (SIGKILL of its process group): no new write is started, the requests in
-        flight finish, the checkpoint is kept and the task fails with C(stopped by signal ...).
+        cancel) or the loss of ansible-playbook (SIGKILL of its process group). Then no new write is started, the requests in
+        flight finish, the checkpoint is kept and the task fails with C(stopped by signal ...)
       - Otherwise (a remote host, C(async), or V(never)) it runs as an ordinary module. A module also stops on
         SIGINT/SIGTERM sent to it, but under C(async) it runs in a session of its own that Ctrl-C and a kill of
         ansible-playbook do not reach; it keeps writing until it ends or its C(async) timeout kills it.
@@ -172,7 +172,7 @@ options:
   time_limit:
     description:
       - Seconds after which the run stops as it does on SIGTERM (no new write, the requests in flight finish, the
-        checkpoint is kept) and fails with C(stopped: time_limit of N s reached). A rerun resumes. Unset means no limit.
+        checkpoint is kept) and fails with C(stopped - time_limit of N s reached). A rerun resumes. Unset means no limit.
     type: float
 seealso:
   - module: crdops.migration.crd_storage_info

@@ -35,7 +35,10 @@ def progress_line(state: Dict[str, Any], total: Optional[int]) -> Optional[str]:
     cur = state.get("current") or {}
     if not cur.get("crd"):
         return None
-    done = int(cur.get("done") or 0) + int(cur.get("skipped_by_checkpoint") or 0)
+    # "done" moves per drained page, "answered" per write (a gentle run drains a page only every few seconds)
+    done = _reached(state)
+    if cur.get("check_mode"):  # a plan writes nothing: its progress is the listing
+        done = int(cur.get("listed") or 0)
     expected = max(int(total or 0), int(cur.get("listed") or 0), done)
     pct = 100.0 * done / expected if expected else 100.0
     rate = float(cur.get("objects_per_s") or 0)
@@ -47,6 +50,19 @@ def progress_line(state: Dict[str, Any], total: Optional[int]) -> Optional[str]:
                 position, int(state.get("crds_total") or 1), cur["crd"], done, expected, pct,
                 cur.get("rewritten") or 0, cur.get("unchanged") or 0, cur.get("gone") or 0, cur.get("failed") or 0,
                 cur.get("skipped_by_checkpoint") or 0, rate, eta, " [plan only]" if cur.get("check_mode") else ""))
+
+
+def _reached(state: Dict[str, Any]) -> int:
+    cur = state.get("current") or {}
+    return max(int(cur.get("done") or 0), int(cur.get("answered") or 0)) + int(cur.get("skipped_by_checkpoint") or 0)
+
+
+def _behind(new: Dict[str, Any], old: Optional[Dict[str, Any]]) -> bool:
+    """Progress is reported from the workers too; a late, older report of the same CRD must not move it back."""
+    if old is None or (new.get("crds_done"), (new.get("current") or {}).get("crd")) != (
+            old.get("crds_done"), (old.get("current") or {}).get("crd")):
+        return False
+    return _reached(new) < _reached(old)
 
 
 class ProgressFollower(object):
@@ -71,6 +87,8 @@ class ProgressFollower(object):
 
     def update(self, state: Dict[str, Any]) -> None:
         with self._lock:
+            if _behind(state, self._state):  # a worker's report that lost the race with a newer one
+                return
             self._state = state
             self._version += 1
             self.updates += 1

@@ -225,6 +225,11 @@ class RestorePass(object):
         self.relists_seen = 0
         self._start = clock()
         self._throttled_before = 0
+        # writes answered so far, counted in the workers: a gentle run (low max_qps) drains a page only every
+        # page_size / max_qps seconds, and progress lines should move in between (report at most once a second)
+        self._live_lock = threading.Lock()
+        self._live_done = 0
+        self._live_reported = time.monotonic()
         if stop is not None:  # a signal or a vanished supervisor ends the pass like a fatal error (stop.py)
             stop.listen(self.stop)
 
@@ -325,7 +330,19 @@ class RestorePass(object):
             outcome = Outcome(FAILED, exc.with_context(crd=self.crd.name, obj=ref.key), stale_object=ref.stale is not None)
         if outcome.error is not None and isinstance(outcome.error, FATAL_ERRORS):
             self.stop(str(outcome.error))
+        self.count_live()
         return outcome
+
+    def count_live(self) -> None:
+        """One more write answered; report progress from this worker when a second has passed since the last."""
+        with self._live_lock:
+            self._live_done += 1
+            now = time.monotonic()
+            due = self.progress is not None and now - self._live_reported >= 1.0
+            if due:
+                self._live_reported = now
+        if due:
+            self.report_progress()
 
     # -- accounting ---------------------------------------------------------------------------------------------
     def drain_all(self) -> None:
@@ -397,6 +414,7 @@ class RestorePass(object):
         r = self.result
         elapsed = max(self.clock() - self._start, 1e-9)
         self.progress({"crd": self.crd.name, "pages": r.pages, "listed": self.stats.listed, "done": self.done(),
+                       "answered": self._live_done,  # writes answered, page not yet counted (see count_live)
                        "rewritten": r.rewritten, "unchanged": r.unchanged, "gone": r.gone, "failed": r.failed,
                        "skipped_by_checkpoint": r.skipped_by_checkpoint,
                        "managed_fields_rewritten": r.managed_fields_rewritten,

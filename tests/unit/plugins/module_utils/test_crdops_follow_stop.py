@@ -159,3 +159,21 @@ def test_time_limit_requests_a_stop():
     with Supervision(stop, watch_parent=False, poll=0.01, time_limit=5, clock=lambda: next(ticks)):
         assert stop.wait(5)
     assert stop.reason == "stopped: time_limit of 5 s reached"
+
+
+def test_answered_writes_move_the_line_and_a_late_older_report_does_not_move_it_back():
+    follower = ProgressFollower()
+    follower.totals[NAME] = 1000
+    base = {"crds_total": 1, "crds_done": 0}
+    follower.update(dict(base, current={"crd": NAME, "done": 500, "answered": 730, "objects_per_s": 10.0}))
+    assert "730/1000 objects (73.0%)" in follower.line()
+    follower.update(dict(base, current={"crd": NAME, "done": 500, "answered": 700, "objects_per_s": 10.0}))
+    assert follower.line() is None  # the older report was ignored
+    follower.update(dict(base, crds_done=1, current={"crd": NAME, "done": 1000, "answered": 1000}))
+    assert "1000/1000 objects (100.0%)" in follower.line()
+
+
+def test_a_plan_reports_its_listing():
+    state = {"crds_total": 1, "crds_done": 0, "current": {"crd": NAME, "done": 0, "listed": 300, "check_mode": True}}
+    assert progress_line(state, 1200).startswith("CRD 1/1 %s: 300/1200 objects (25.0%%)" % NAME)
+    assert progress_line(state, 1200).endswith("[plan only]")
