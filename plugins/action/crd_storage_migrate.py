@@ -11,7 +11,7 @@ progress lines through Display, SIGINT/SIGTERM (which ansible-playbook forwards 
 loss of ansible-playbook itself (the worker is re-parented) stop the writes within a second or two.
 
 Only for tasks that run on the controller anyway (``ansible_connection: local``, no ``async``, no
-``become``, and the ``kubernetes`` library importable here); anything else runs the module as usual.
+``become``, no ``environment``, and the ``kubernetes`` library importable here); anything else runs the module as usual.
 """
 
 from __future__ import annotations
@@ -53,6 +53,8 @@ class ActionModule(ActionBase):
             return "connection %s" % getattr(self._connection, "transport", "?")
         if self._play_context.become:
             return "become"
+        if self._task.environment:  # K8S_AUTH_* set with `environment:` reach a module's process, not this one
+            return "task environment"
         if not _connection.HAS_KUBERNETES:
             return "no kubernetes library on the controller"
         return None
@@ -70,7 +72,7 @@ class ActionModule(ActionBase):
             return result
         params, no_log, errors = validate_args(argument_spec(OPTIONS), self._task.args)
         if errors:
-            return merge_hash(result, dict(failed=True, msg="; ".join(errors)))
+            return merge_hash(result, redact(dict(failed=True, msg="; ".join(errors)), no_log))
         label = (task_vars or {}).get("inventory_hostname") or "localhost"
         return merge_hash(result, redact(self.run_here(params, label), no_log))
 
