@@ -53,7 +53,7 @@ class ActionModule(ActionBase):
             return "connection %s" % getattr(self._connection, "transport", "?")
         if self._play_context.become:
             return "become"
-        if self._task.environment:  # K8S_AUTH_* set with `environment:` reach a module's process, not this one
+        if any(self._task.environment or []):  # K8S_AUTH_* set with `environment:` reach a module, not this process
             return "task environment"
         if not _connection.HAS_KUBERNETES:
             return "no kubernetes library on the controller"
