@@ -131,4 +131,3 @@ def run_followed(run: Callable[[], Any], follower: ProgressFollower, emit: Emit,
     finally:
         finished.set()
         printer.join(timeout=5)
-
