@@ -32,7 +32,7 @@ def test_action_results_and_vvv_output_carry_no_secret(cluster, kube, group, tmp
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "runs as a module" not in out  # the pass ran in the worker (controller side)
-    assert f"15/15 objects (100.0%)" in out and "nope.example.com" in out
+    assert "15/15 objects (100.0%)" in out and "nope.example.com" in out
     assert scan_storage(cluster.etcd_url, s.group, s.plural).counts == {s.new(): 15}
     for what, secret in secrets.items():
         assert secret not in out, f"{what} leaked"
