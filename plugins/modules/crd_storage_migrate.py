@@ -19,6 +19,13 @@ description:
     JSON merge patch at the storage version. The apiserver re-encodes an object only when its stored
     bytes differ, so already migrated objects are not written and keep their resourceVersion; this
     gives an exact count of rewritten and unchanged objects. Object content is never sent.
+  - An object listed with C(metadata.managedFields) entries at another version of the CRD's group gets, instead of
+    the empty patch, one JSON patch (guarded by a C(test) of its resourceVersion) that sets those entries to the
+    storage version (conversion C(None)) or removes them (C(Webhook)); otherwise server-side apply to the object fails
+    once that version is removed (kubernetes/kubernetes#111937). This write, too, re-stores the object.
+  - A write answered 404 counts as C(gone) only when the Status names the object and a read at a version every
+    apiserver serves confirms it; any other 404 fails that object (a lagging HA apiserver answers 404 for a
+    version it has not loaded yet).
   - Page N is patched by a bounded worker pool while page N+1 is listed; memory does not grow with
     the number of objects.
   - Throttling (429/503) honours C(Retry-After); connection errors and 500/502/504 are retried with
@@ -35,7 +42,10 @@ description:
     clean page so that a rerun resumes where the last one stopped. It is ignored when stale and removed
     when the record is written.
   - CRDs whose C(status.storedVersions) already equals the storage version, or that carry a valid record,
-    are skipped unless O(force=true).
+    are skipped unless O(force=true). A skipped CRD still gets a managedFields-only pass; its objects are listed
+    and only those with managedFields entries at another version are written (no record).
+  - Outside check mode, Kubernetes Events on the CRD (C(kubectl describe crd)) say when each pass started,
+    succeeded (with its counts) or failed (with the reason).
   - The module fails when any pass is incomplete or has failures; the failure result holds every CRD's counts.
 extends_documentation_fragment:
   - crdops.migration._auth
@@ -45,7 +55,10 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: partial
-    details: Plan only. Lists and counts the objects (and probes conversion webhooks), writes nothing.
+    details:
+      - Plan only. Lists and counts the objects (and probes conversion webhooks), writes nothing.
+      - Plans the HA barrier too; when a real run would stop before the first write, it warns and says why in
+        RV(barrier.refusal) (RV(barrier.mode=refused)) instead of failing.
   diff_mode:
     support: none
   idempotent:
@@ -66,6 +79,12 @@ options:
       - Before each pass the module waits until all of them, and the one it talks to, report the CRD's current
         storage version in their discovery documents (C(storageVersionHash)). Right after a storage flip an
         apiserver whose informer lags still writes the old version (kubernetes#130235); this is the HA barrier.
+      - Before the first write the module counts the apiservers that are alive (identity Leases in
+        C(kube-system) renewed within the last minute) and learns their addresses from the C(default/kubernetes)
+        EndpointSlice. The URLs of this list, or the reachable EndpointSlice addresses, must be at least as many
+        as the alive apiservers, else the module fails without writing anything (see O(barrier_fallback)). The
+        kubeconfig URL may be a load balancer, so it counts on its own only when exactly one apiserver is alive.
+      - When the identity Leases cannot be read, this list is trusted to name every apiserver (with a warning).
     type: list
     elements: str
     default: []
@@ -77,6 +96,24 @@ options:
     description: Extra seconds to wait once every apiserver reports the storage version.
     type: float
     default: 0
+  barrier_fallback:
+    description:
+      - What to do when not every alive apiserver can be named and reached directly (most managed clusters
+        publish no reachable apiserver address), or when their number cannot be read.
+      - V(fail) stops before the first write, saying how many apiservers are alive, which URLs were reached
+        and what to set.
+      - V(settle) accepts a weaker barrier - B(a risk) - it polls the kubeconfig URL on a new connection each time
+        until at least 10 (5 per alive apiserver) consecutive polls report the new storage version, then waits
+        O(barrier_fallback_settle) seconds. A load balancer may route every poll to the same apiserver, and one
+        that lags longer can still store objects at the old version. The result says so in RV(barrier.mode)
+        (V(settle-fallback)) and RV(barrier.warning), and the module warns.
+    type: str
+    choices: [fail, settle]
+    default: fail
+  barrier_fallback_settle:
+    description: Seconds the settle fallback waits after its polls agree (at least O(barrier_settle)).
+    type: float
+    default: 30
   preflight_sample:
     description:
       - Check mode only. The no-op write is sent with C(dryRun=All) to the first this many objects of each CRD;
@@ -148,14 +185,28 @@ crds:
     listed: {description: Objects listed., type: int, returned: always}
     rewritten: {description: Objects whose resourceVersion changed (re-encoded)., type: int, returned: always}
     unchanged: {description: Objects already stored at the storage version., type: int, returned: always}
-    gone: {description: Objects deleted between list and write., type: int, returned: always}
+    gone:
+      description:
+        - Objects deleted between list and write. Counted only when the write's 404 is a C(NotFound) Status naming
+          the object and a GET at a version every apiserver serves (the old storage version while it is still
+          served) also answers C(NotFound) naming it. Any other 404 (for example the plain-text C(404 page not found)
+          of an apiserver that does not serve the storage version yet) counts as C(failed).
+      type: int
+      returned: always
     failed: {description: Objects whose write failed., type: int, returned: always}
-    skipped_by_checkpoint: {description: Objects skipped because a checkpoint shows them done., type: int, returned: always}
+    skipped_by_checkpoint:
+      description:
+        - Listed objects not written because a checkpoint (or, after a relist, this pass) shows them done.
+        - A complete pass accounts for every listing, C(rewritten + unchanged + gone + skipped_by_checkpoint == listed).
+      type: int
+      returned: always
     not_attempted: {description: Objects not written because the pass stopped., type: int, returned: always}
     throttled: {description: Throttled responses (429/503)., type: int, returned: always}
     relists: {description: Lists restarted after 410 Gone., type: int, returned: always}
     first_failures:
-      description: The first 20 failures (namespace, name, status, reason, kind, message).
+      description:
+        - The first 20 failures (C(namespace), C(name), C(status), C(reason), C(kind), the API's C(message), and
+          C(error), one sentence naming cluster, CRD, object, what failed and the API's message).
       type: list
       elements: dict
       returned: always
@@ -173,15 +224,79 @@ crds:
       type: list
       elements: dict
       returned: always
+    managed_fields_rewritten:
+      description:
+        - C(metadata.managedFields) entries whose C(apiVersion) was another version of the CRD's group, set to the
+          storage version in the object's one write (conversion strategy C(None), where the field paths are the same, so
+          ownership is kept). Such entries make server-side apply fail with HTTP 500 once that version is removed
+          (kubernetes/kubernetes#111937). In check mode, the entries that would be rewritten.
+      type: int
+      returned: always
+    managed_fields_dropped:
+      description:
+        - Such entries removed instead (conversion strategy C(Webhook), where field paths may differ; or an C(Update)
+          entry whose rewrite would duplicate another entry of the same manager). An object left without entries
+          gets the single empty entry C([{}]) as its managedFields, which the apiserver turns into none. In check mode, the entries that would be dropped.
+      type: int
+      returned: always
+    objects_with_stale_managed_fields:
+      description: Objects listed with such entries (written with the fix, or in check mode, planned).
+      type: int
+      returned: always
+    managed_fields_only:
+      description:
+        - The CRD was skipped (see RV(crds[].skipped)) and only its objects with managedFields entries at another version
+          were written. Objects without such entries are not written and are counted in RV(crds[].unchanged). No record.
+      type: bool
+      returned: always
+    event_errors:
+      description: Kubernetes Events about the pass that could not be posted on the CRD (never a failure).
+      type: list
+      elements: str
+      returned: always
     barrier:
-      description: The HA barrier before the pass (every endpoint and the version it reported, seconds waited); null in check mode.
+      description:
+        - The HA barrier before the pass (every endpoint and the version it reported, seconds waited, C(mode),
+          consecutive C(polls) required, C(warning)); null in check mode.
       type: dict
       returned: when a pass ran
-totals:
-  description: Sums over all CRDs (listed, rewritten, unchanged, gone, failed, throttled).
+barrier:
+  description: How the HA barrier was planned before the first write, or null when no CRD needed a pass.
   returned: always
   type: dict
-  sample: {listed: 1200, rewritten: 800, unchanged: 400, gone: 0, failed: 0, throttled: 0}
+  sample: {mode: endpoints, apiservers_alive: 2, reached: ["https://10.0.0.11:6443", "https://10.0.0.12:6443"]}
+  contains:
+    mode:
+      description:
+        - V(endpoints) (every apiserver by its own URL), V(single) (one apiserver alive, the kubeconfig URL is it),
+          V(settle-fallback) (O(barrier_fallback=settle), weaker, see RV(barrier.warning)) or V(refused) (the run
+          failed before the first write; in check mode, which writes nothing, the task does not fail but warns, and
+          RV(barrier.refusal) says why a real run would stop).
+      type: str
+      returned: always
+    apiservers_alive: {description: Identity Leases renewed within the last 60 s (null when unknown)., type: int, returned: always}
+    identity_leases: {description: Names of those Leases., type: list, elements: str, returned: always}
+    stale_identity_leases: {description: Identity Leases not renewed within 60 s (dead apiservers)., type: int, returned: always}
+    identity_leases_problem: {description: Why the number of apiservers is unknown (null when known)., type: str, returned: always}
+    kubeconfig_url: {description: The URL of the kubeconfig (may be a load balancer)., type: str, returned: always}
+    apiserver_endpoints: {description: The URLs of O(apiserver_endpoints)., type: list, elements: str, returned: always}
+    endpoint_slice: {description: Apiserver URLs of the C(default/kubernetes) EndpointSlice., type: list, elements: str, returned: always}
+    endpoint_slice_problem: {description: Why the EndpointSlice gave no URL (null when it did)., type: str, returned: always}
+    reached: {description: URLs that answered C(GET /version) with the run's credentials., type: list, elements: str, returned: always}
+    not_reached: {description: URL to the reason it did not answer., type: dict, returned: always}
+    targets: {description: URLs the barrier polls before each pass., type: list, elements: str, returned: when not refused}
+    polls: {description: Consecutive rounds in which every target must report the storage version., type: int, returned: when not refused}
+    settle_s: {description: The least settle time (the fallback's)., type: float, returned: when not refused}
+    warning: {description: Why this barrier is weaker than reaching every apiserver (null when it is not)., type: str, returned: when not refused}
+    refusal: {description: Check mode - the message a real run would fail with., type: str, returned: in check mode when refused}
+totals:
+  description:
+    - Sums over all CRDs (listed, rewritten, unchanged, gone, failed, throttled, skipped_by_checkpoint,
+      managed_fields_rewritten, managed_fields_dropped, objects_with_stale_managed_fields).
+  returned: always
+  type: dict
+  sample: {listed: 1200, rewritten: 800, unchanged: 400, gone: 0, failed: 0, throttled: 0, skipped_by_checkpoint: 0,
+           managed_fields_rewritten: 120, managed_fields_dropped: 0, objects_with_stale_managed_fields: 60}
 cluster:
   description: Secret-free name of the cluster.
   returned: always
@@ -190,11 +305,35 @@ cluster:
 
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import CrdOpsModule, argument_spec
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.apiservers import (
+    BarrierRefusedError, plan_barrier)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (
-    ProgressFile, RunOptions, RunResult, run_migration)
+    ProgressFile, RunOptions, RunResult, run_migration, skip_reason)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import validate_record
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import select_crds
+
+
+def plan_barrier_for(transport, crds, p, check_mode, warn):
+    """(plan, facts for the result): plan is None when no CRD will get a pass or in check mode when the real
+    run would be refused; check mode writes nothing, so it reports the refusal (and warns) instead of failing."""
+    if not any(skip_reason(crd, p["force"], validate_record(crd).ok) is None for crd in crds):
+        return None, None
+    try:
+        plan = plan_barrier(
+            transport, p["apiserver_endpoints"], transport.for_endpoint,
+            connect_fresh=lambda url: transport.for_endpoint(url, new_connection_per_request=True),
+            fallback=p["barrier_fallback"], fallback_settle=p["barrier_fallback_settle"])
+    except BarrierRefusedError as exc:
+        if not check_mode:
+            raise
+        exc.with_context(cluster=transport.cluster_label)
+        warn("check mode: a real run would stop here: %s" % exc)
+        return None, dict(exc.facts, refusal=str(exc))
+    if plan.warning:
+        warn(plan.warning)
+    return plan, plan.to_dict()
 
 
 def main():
@@ -211,6 +350,8 @@ def main():
         apiserver_endpoints=dict(type="list", elements="str", default=[]),
         barrier_timeout=dict(type="float", default=60),
         barrier_settle=dict(type="float", default=0),
+        barrier_fallback=dict(type="str", choices=["fail", "settle"], default="fail"),
+        barrier_fallback_settle=dict(type="float", default=30),
         preflight_sample=dict(type="int", default=5),
     )), supports_check_mode=True)
     p = m.params
@@ -232,18 +373,20 @@ def main():
         m.fail(exc, changed=False)
     transport = m.connect(pool_size=p["workers"] + 2, retry_deadline=p["retry_deadline"], max_qps=p["max_qps"])
     cluster = transport.cluster_label
-    # every apiserver must write the new storage version before a pass starts (HA barrier)
-    barrier_transports = dict([(transport.base_url, transport)] + [
-        (ep.rstrip("/"), transport.for_endpoint(ep)) for ep in p["apiserver_endpoints"]])
     progress = ProgressFile(p["progress_file"], cluster, m.check_mode, m.module.warn)
+    facts = None
     try:
-        run_migration(transport, select_crds(transport, selection), options, barrier_transports, progress, run)
+        crds = select_crds(transport, selection)
+        # every apiserver must write the new storage version before a pass starts (HA barrier); which ones
+        # exist is settled here, before the first write (check mode predicts it)
+        plan, facts = plan_barrier_for(transport, crds, p, m.check_mode, m.module.warn)
+        run_migration(transport, crds, options, plan or {}, progress, run)
     except CrdOpsError as exc:
         m.fail(exc.with_context(cluster=cluster), changed=run.changed, crds=run.crds, totals=run.totals,
-               cluster=cluster)
+               cluster=cluster, barrier=facts or getattr(exc, "facts", None))
     finally:
         transport.close()
-    result = dict(changed=run.changed, crds=run.crds, totals=run.totals, cluster=cluster)
+    result = dict(changed=run.changed, crds=run.crds, totals=run.totals, cluster=cluster, barrier=facts)
     problems = run.problems()
     if problems:
         msg = "cluster %s: %d CRD(s) not fully migrated: %s" % (cluster, len(problems), "; ".join(problems))

@@ -20,6 +20,8 @@ description:
     is refused unless O(force=true).
   - Never removes the storage version. The status write carries the C(resourceVersion) that was read, so it
     fails if the CRD changed since ("CRD changed since it was read").
+  - Outside check mode, every trim leaves an Event C(StoredVersionsTrimmed) on the CRD and every refusal a Warning
+    Event C(StoredVersionsTrimRefused) (C(kubectl describe crd) shows them; they live in namespace C(default)).
 extends_documentation_fragment:
   - crdops.migration._auth
   - crdops.migration._selection
@@ -78,6 +80,17 @@ crds:
     changed: {description: This CRD was (or in check mode would be) changed., type: bool, returned: always}
     forced: {description: The record check was overridden by O(force)., type: bool, returned: always}
     migration_record: {description: The record with C(valid) and C(reason)., type: dict, returned: always}
+    event_error:
+      description: Why the C(StoredVersionsTrimmed) Event about this trim could not be posted (null when it was, or none was due).
+      type: str
+      returned: always
+event_errors:
+  description:
+    - Events about refused trims (C(StoredVersionsTrimRefused)) that could not be posted. An Event is a note for
+      C(kubectl describe crd) readers; failing to post one never fails the task.
+  returned: always
+  type: list
+  elements: str
 diff:
   description: Per CRD C(before)/C(after) C(storedVersions), when running with C(--diff).
   returned: when diff mode is on and something changed
@@ -101,7 +114,7 @@ def main():
         force=dict(type="bool", default=False),
     )), supports_check_mode=True)
     p = m.params
-    result = dict(changed=False, crds=[])
+    result = dict(changed=False, crds=[], event_errors=[])
     diffs = []
     try:
         selection = m.selection()
@@ -113,7 +126,7 @@ def main():
     try:
         for crd in select_crds(transport, selection):
             res = trim_stored_versions(transport, crd.name, versions=p["versions"], force=p["force"],
-                                       check_mode=m.check_mode)
+                                       check_mode=m.check_mode, event_errors=result["event_errors"])
             result["crds"].append(res.to_dict())
             if res.changed:
                 result["changed"] = True

@@ -37,6 +37,12 @@ def test_fleet_upgrade_with_the_shipped_clusterrole(cluster, kube, group, tmp_pa
     proc = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(REPO / "playbooks" / "fleet_upgrade.yml"),
                             "-e", extra_vars)
     assert proc.returncode == 0, proc.stdout[-5000:]
+    # the ServiceAccount may read the identity Leases: one apiserver alive, so the kubeconfig URL counts
+    assert "mode single: 1 apiserver(s) alive" in proc.stdout, proc.stdout[-5000:]
+    # and may post Events: the trim left one on the CRD
+    events = kube.get("/api/v1/namespaces/default/events",
+                      fieldSelector=f"involvedObject.name={s.crd_name},reason=StoredVersionsTrimmed")["items"]
+    assert len(events) == 1 and events[0]["involvedObject"]["kind"] == "CustomResourceDefinition"
 
     crd = kube.get_crd(s.crd_name)
     assert [v["name"] for v in crd["spec"]["versions"]] == ["v1beta1"]

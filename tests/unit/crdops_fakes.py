@@ -14,6 +14,8 @@ import base64
 import hashlib
 import json
 import threading
+from datetime import datetime, timezone
+from email.utils import formatdate
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.transport import ApiResponse
 
@@ -25,12 +27,20 @@ def resp(status, body=None, headers=None):
     return ApiResponse(status, headers or {}, data)
 
 
-def status(code, message, reason="", continue_token=None):
+def status(code, message, reason="", continue_token=None, details=None):
     body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
             "reason": reason, "code": code, "metadata": {}}
     if continue_token:
         body["metadata"]["continue"] = continue_token
+    if details is not None:
+        body["details"] = details
     return resp(code, body)
+
+
+def not_found(group, plural, name):
+    """The Status a real apiserver answers for a missing custom object (details name it)."""
+    return status(404, '%s.%s "%s" not found' % (plural, group, name), "NotFound",
+                  details={"name": name, "group": group, "kind": plural})
 
 
 def make_crd(name="crontabs.stable.example.com", versions=(("v1", True, False), ("v2", True, True)),
@@ -63,6 +73,12 @@ class FakeCluster(object):
         self.crd_writes = 0
         self.base_url = "https://fake.invalid"
         self.stale_storage_view = {}  # crd name -> storage version this "apiserver" still believes in
+        # -- control plane topology and Events (HA barrier, Events on CRDs) --
+        self.identity_leases = [("apiserver-fake", 5.0)]  # (name, seconds since renewTime); None: HTTP 403
+        self.endpoint_slices = []  # items of discovery.k8s.io/v1 EndpointSlice for default/kubernetes
+        self.endpoints_by_url = {}  # url -> transport for_endpoint() hands out (default: this fake itself)
+        self.now = 1796099600.0  # the fake apiserver's wall clock (HTTP Date header)
+        self.events = []  # bodies of posted core/v1 Events
 
     # -- setup -----------------------------------------------------------------
     def next_rv(self):
@@ -102,7 +118,31 @@ class FakeCluster(object):
             if r is not None:
                 return r
         with self.lock:
-            return self._route(method, path, q, body, content_type)
+            return self._control_plane(method, path, body) or self._route(method, path, q, body, content_type)
+
+    def for_endpoint(self, url, new_connection_per_request=False):
+        return self.endpoints_by_url.get(url, self)
+
+    def _control_plane(self, method, path, body):
+        """Identity Leases, the kubernetes EndpointSlice and Events; None for any other path."""
+        date = {"Date": formatdate(self.now, usegmt=True)}
+        if path == "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases":
+            if self.identity_leases is None:
+                return status(403, 'leases.coordination.k8s.io is forbidden: User "x" cannot list resource '
+                              '"leases" in API group "coordination.k8s.io" in the namespace "kube-system"',
+                              "Forbidden")
+            items = [{"metadata": {"name": n, "namespace": "kube-system"},
+                      "spec": {"holderIdentity": n + "_uuid", "leaseDurationSeconds": 3600,
+                               "renewTime": _micro_time(self.now - age)}} for n, age in self.identity_leases]
+            return resp(200, {"kind": "LeaseList", "items": items}, date)
+        if path == "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices":
+            return resp(200, {"kind": "EndpointSliceList", "items": list(self.endpoint_slices)}, date)
+        if path == "/version":
+            return resp(200, {"major": "1", "minor": "37", "gitVersion": "v1.37.2"}, date)
+        if path == "/api/v1/namespaces/default/events" and method == "POST":
+            self.events.append(json.loads(body))
+            return resp(201, self.events[-1], date)
+        return None
 
     def _route(self, method, path, q, body, content_type):
         if path.startswith(CRD_PREFIX):
@@ -171,7 +211,7 @@ class FakeCluster(object):
         key = "%s/%s" % (ns, name) if ns else name
         obj = objs.get(key)
         if obj is None:
-            return status(404, '%s "%s" not found' % (crd_name, name), "NotFound")
+            return not_found(group, plural, name)
         if method == "PATCH":
             assert body == b"{}", "the engine must never send object content"
             assert content_type == "application/merge-patch+json"
@@ -202,13 +242,19 @@ class FakeCluster(object):
                           "resources": resources})
 
     # -- assertions helpers -----------------------------------------------------
-    def writes(self):
-        """Requests that persist something: dry-run requests (check mode preflight) do not."""
+    def writes(self, include_events=False):
+        """Requests that persist something: dry-run requests (check mode preflight) do not. Events (a note
+        to the operator, not cluster state) only when asked for."""
         return [c for c in self.calls if c[0] in ("PATCH", "PUT", "POST", "DELETE")
-                and ("dryRun", "All") not in _query_pairs(c[2])]
+                and ("dryRun", "All") not in _query_pairs(c[2])
+                and (include_events or not c[1].endswith("/events"))]
 
     def dry_runs(self):
         return [c for c in self.calls if ("dryRun", "All") in _query_pairs(c[2])]
+
+
+def _micro_time(epoch):
+    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _query_pairs(query):

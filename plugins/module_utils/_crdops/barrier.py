@@ -10,6 +10,10 @@ them may still encode writes at the old version (kubernetes#130235). Each apiser
 in discovery: ``storageVersionHash`` of a resource is the first 8 bytes of sha256("group/version/kind"),
 base64-encoded, for the version it stores at. Polling every apiserver's discovery until all report the
 hash of the current storage version is a barrier that needs no etcd access.
+
+Which apiservers to poll is decided before the first write (``apiservers.plan_barrier``) and handed in as a
+:class:`BarrierPlan`: every apiserver by its own URL, the single one, or the opt-in settle fallback that polls
+one URL many times on new connections and then waits.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import base64
 import hashlib
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from .crd import Crd
 from .errors import CrdOpsError
@@ -30,6 +34,29 @@ def storage_version_hash(group: str, version: str, kind: str) -> str:
     return base64.b64encode(digest[:8]).decode()
 
 
+class BarrierPlan(dict):
+    """URL -> transport of the apiservers to poll, plus how to poll them.
+
+    A dict, so that code written for the plain endpoint map (``run_migration``) takes a plan unchanged.
+    """
+
+    def __init__(self, targets: Mapping[str, Transport], *, mode: str = "endpoints", polls: int = 1,
+                 settle_floor: float = 0.0, warning: Optional[str] = None,
+                 facts: Optional[Dict[str, Any]] = None) -> None:
+        super().__init__(targets)
+        self.mode = mode  # "endpoints" | "single" | "settle-fallback"
+        self.polls = max(1, polls)  # consecutive rounds in which every target must report the storage version
+        self.settle_floor = settle_floor  # the settle wait is at least this long
+        self.warning = warning
+        self.facts = dict(facts or {})
+
+    def to_dict(self) -> Dict[str, Any]:
+        out = dict(self.facts)
+        out.update(mode=self.mode, targets=list(self), polls=self.polls, settle_s=self.settle_floor,
+                   warning=self.warning)
+        return out
+
+
 @dataclass
 class BarrierResult:
     crd: str
@@ -37,10 +64,14 @@ class BarrierResult:
     endpoints: Dict[str, str] = field(default_factory=dict)  # endpoint -> version it reports
     waited_s: float = 0.0
     passed: bool = False
+    mode: str = "endpoints"
+    polls: int = 1
+    warning: Optional[str] = None
 
     def to_dict(self) -> dict:
         return {"name": self.crd, "storage_version": self.storage_version, "endpoints": dict(self.endpoints),
-                "waited_s": round(self.waited_s, 3), "passed": self.passed}
+                "waited_s": round(self.waited_s, 3), "passed": self.passed, "mode": self.mode,
+                "polls": self.polls, "warning": self.warning}
 
 
 def reported_storage_version(transport: Transport, crd: Crd) -> Optional[str]:
@@ -56,31 +87,51 @@ def reported_storage_version(transport: Transport, crd: Crd) -> Optional[str]:
     return None
 
 
-def wait_for_storage_version(transports: Dict[str, Transport], crd: Crd, timeout: float, settle: float = 0.0,
+def poll_once(transports: Mapping[str, Transport], crd: Crd, result: BarrierResult) -> List[str]:
+    """One round over every target; returns the ones that do not (yet) report the storage version."""
+    lagging = []  # type: List[str]
+    for endpoint, transport in transports.items():
+        try:
+            seen = reported_storage_version(transport, crd)
+        except CrdOpsError as exc:
+            seen = "<unreachable: %s>" % (exc.api_message or exc.message)
+        result.endpoints[endpoint] = seen or "<not served>"
+        if seen != result.storage_version:
+            lagging.append(endpoint)
+    return lagging
+
+
+def wait_for_storage_version(transports: Mapping[str, Transport], crd: Crd, timeout: float, settle: float = 0.0,
                              clock: Callable[[], float] = time.monotonic,
                              sleep: Callable[[float], None] = time.sleep) -> BarrierResult:
-    """Block until every endpoint reports ``crd``'s storage version, then wait ``settle`` seconds."""
-    storage = crd.storage_version or ""
-    result = BarrierResult(crd=crd.name, storage_version=storage)
+    """Block until every endpoint reports ``crd``'s storage version, then wait ``settle`` seconds.
+
+    With a :class:`BarrierPlan`, every target must report it in ``plan.polls`` consecutive rounds and the
+    settle wait is at least ``plan.settle_floor``.
+    """
+    polls = getattr(transports, "polls", 1)
+    settle = max(settle, getattr(transports, "settle_floor", 0.0))
+    result = BarrierResult(crd=crd.name, storage_version=crd.storage_version or "",
+                           mode=getattr(transports, "mode", "endpoints"), polls=polls,
+                           warning=getattr(transports, "warning", None))
     start = clock()
+    streak = 0
     while True:
-        lagging = []  # type: List[str]
-        for endpoint, transport in transports.items():
-            try:
-                seen = reported_storage_version(transport, crd)
-            except CrdOpsError as exc:
-                seen = "<unreachable: %s>" % (exc.api_message or exc.message)
-            result.endpoints[endpoint] = seen or "<not served>"
-            if seen != storage:
-                lagging.append(endpoint)
-        if not lagging:
+        lagging = poll_once(transports, crd, result)
+        streak = 0 if lagging else streak + 1
+        if streak >= polls:
             break
         if clock() - start >= timeout:
             result.waited_s = clock() - start
+            if not lagging:
+                raise CrdOpsError("HA barrier (%s): only %d of %d consecutive rounds reported storage version %s "
+                                  "within %.0fs" % (result.mode, streak, polls, result.storage_version, timeout),
+                                  crd=crd.name)
             raise CrdOpsError(
                 "HA barrier: after %.0fs these apiservers still do not report storage version %s: %s; "
                 "migrating now could store objects at the old version (kubernetes#130235)"
-                % (timeout, storage, ", ".join("%s (reports %s)" % (e, result.endpoints[e]) for e in lagging)),
+                % (timeout, result.storage_version,
+                   ", ".join("%s (reports %s)" % (e, result.endpoints[e]) for e in lagging)),
                 crd=crd.name)
         sleep(0.5)
     if settle > 0:

@@ -11,6 +11,7 @@ from typing import Iterator, List, NamedTuple, Optional
 
 from .crd import Crd
 from .errors import ApiError
+from .managed_fields import StaleFields, stale_entries
 from .transport import ACCEPT_PARTIAL_LIST, Transport, error_from_response
 
 
@@ -18,6 +19,9 @@ class ObjectRef(NamedTuple):
     namespace: str  # "" for cluster-scoped objects
     name: str
     resource_version: str
+    # managedFields entries at a version other than the storage version (kubernetes#111937); None for most
+    # objects. Only indices are kept, and pages are dropped once written, so memory stays bounded.
+    stale: Optional[StaleFields] = None
 
     @property
     def key(self) -> str:
@@ -37,12 +41,13 @@ class ListStats(object):
         self.resumed_inconsistent = 0
 
 
-def _refs(items) -> List[ObjectRef]:
+def _refs(items, group: str = "", storage_version: Optional[str] = None) -> List[ObjectRef]:
     out = []
     for item in items or ():
         meta = item.get("metadata") or {}
         out.append(ObjectRef(str(meta.get("namespace") or ""), str(meta.get("name", "")),
-                             str(meta.get("resourceVersion") or "")))
+                             str(meta.get("resourceVersion") or ""),
+                             stale_entries(meta.get("managedFields"), group, storage_version)))
     return out
 
 
@@ -88,7 +93,8 @@ def list_pages(
         if not resp.ok:
             raise error_from_response(resp, "LIST %s" % path, cluster=transport.cluster_label, crd=crd.name)
         body = resp.json()
-        refs = _refs(body.get("items"))
+        # the metadata-only list carries managedFields: note stale entries now, while the page is at hand
+        refs = _refs(body.get("items"), crd.group, crd.storage_version)
         stats.pages += 1
         stats.listed += len(refs)
         token = (body.get("metadata") or {}).get("continue") or None

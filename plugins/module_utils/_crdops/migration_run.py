@@ -7,7 +7,9 @@
 
 Every CRD is checked before the first write, so one unmigratable CRD stops the run with nothing written.
 A CRD whose storedVersions is already clean, or that carries a valid record of a complete pass, is
-skipped unless forced: a rerun does not redo finished work.
+skipped unless forced: a rerun does not redo finished work. A skipped CRD still gets a managedFields-only
+pass, which writes only the objects listed with managedFields entries at another version (kubernetes#111937).
+Outside check mode each pass leaves Kubernetes Events on its CRD (``kubectl describe crd``).
 """
 
 from __future__ import annotations
@@ -17,15 +19,19 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .barrier import wait_for_storage_version
 from .crd import Crd
+from .errors import CrdOpsError
+from .events import PASS_FAILED, PASS_STARTED, PASS_SUCCEEDED, emit_crd_event
+from .managed_fields import keeps_ownership
 from .record import validate_record
-from .restore import CrdResult, RestoreOptions, check_migratable, migrate_crd
+from .restore import RestoreOptions, check_migratable, fix_managed_fields, migrate_crd
 from .transport import Transport
 
-TOTAL_KEYS = ("listed", "rewritten", "unchanged", "gone", "failed", "throttled")
+TOTAL_KEYS = ("listed", "rewritten", "unchanged", "gone", "failed", "throttled", "skipped_by_checkpoint",
+              "managed_fields_rewritten", "managed_fields_dropped", "objects_with_stale_managed_fields")
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,8 @@ def problem_of(entry: Dict[str, Any]) -> Optional[str]:
         return "[CRD %s] pass stopped: %s" % (entry["name"], entry["aborted_reason"])
     if entry.get("failed"):
         first = (entry.get("first_failures") or [{}])[0]
+        if first.get("error"):  # the full sentence: cluster, CRD, object, what happened, the API's message
+            return "[CRD %s] %d objects failed; first: %s" % (entry["name"], entry["failed"], first["error"])
         obj = "/".join(x for x in (first.get("namespace"), first.get("name")) if x)
         return "[CRD %s] %d objects failed; first: %s (HTTP %s): %s" % (
             entry["name"], entry["failed"], obj, first.get("status"), first.get("message"))
@@ -96,6 +104,80 @@ class ProgressFile(object):
             self.on_error("cannot write progress_file %s: %s" % (self.path, exc))
 
 
+def _mf_words(entry: Dict[str, Any]) -> str:
+    return "managedFields entries at other versions: %d rewritten to the storage version, %d dropped (%d objects)" % (
+        entry.get("managed_fields_rewritten") or 0, entry.get("managed_fields_dropped") or 0,
+        entry.get("objects_with_stale_managed_fields") or 0)
+
+
+def started_message(crd: Crd) -> str:
+    if keeps_ownership(crd.conversion_strategy):
+        action = "set to %s (ownership kept)" % crd.storage_version
+    else:
+        action = "dropped (webhook conversion; field paths may differ)"
+    return ("Re-storing every object at storage version %s (status.storedVersions: %s) with no-op writes; "
+            "managedFields entries at other versions of %s are %s." % (
+                crd.storage_version, ", ".join(crd.stored_versions) or "none", crd.group, action))
+
+
+def finished_event(entry: Dict[str, Any]) -> Tuple[str, str, bool]:
+    """(reason, message, warning) for the end of a pass, for a `kubectl describe crd` reader."""
+    problem = problem_of(entry)
+    if problem:
+        return PASS_FAILED, "Pass at storage version %s failed, no migration record written: %s" % (
+            entry["storage_version"], problem), True
+    what = "managedFields-only pass" if entry.get("managed_fields_only") else "Re-store pass"
+    record = "migration record written" if entry.get("record_written") else "no record needed"
+    return PASS_SUCCEEDED, "%s at storage version %s complete: listed %d, rewritten %d, unchanged %d, gone %d, " \
+        "skipped by checkpoint %d, failed 0; %s; %s." % (
+            what, entry["storage_version"], entry["listed"], entry["rewritten"], entry["unchanged"], entry["gone"],
+            entry["skipped_by_checkpoint"], _mf_words(entry), record), False
+
+
+def _emit(transport: Transport, crd: Crd, errors: List[str], reason: str, message: str, warning: bool = False) -> None:
+    err = emit_crd_event(transport, crd, reason, message, warning=warning)
+    if err:
+        errors.append(err)
+
+
+def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier_transports: Dict[str, Transport],
+             progress: ProgressFile) -> Dict[str, Any]:
+    """The full re-store pass of one CRD, behind the HA barrier, with Events (never in check mode)."""
+    check_mode = options.restore.check_mode
+    barrier = None
+    if not check_mode:
+        barrier = wait_for_storage_version(barrier_transports, crd, options.barrier_timeout,
+                                           options.barrier_settle).to_dict()
+    errors = []  # type: List[str]
+    if not check_mode:
+        _emit(transport, crd, errors, PASS_STARTED, started_message(crd))
+    try:
+        entry = migrate_crd(transport, crd, options.restore, progress=progress.update).to_dict()
+    except CrdOpsError as exc:
+        if not check_mode:
+            _emit(transport, crd, errors, PASS_FAILED, "Pass at storage version %s stopped: %s" % (
+                crd.storage_version, exc), warning=True)
+        raise
+    if not check_mode:
+        reason, message, warning = finished_event(entry)
+        _emit(transport, crd, errors, reason, message, warning)
+    entry["barrier"] = barrier
+    entry["event_errors"] = errors
+    return entry
+
+
+def run_managed_fields_pass(transport: Transport, crd: Crd, options: RunOptions,
+                            progress: ProgressFile) -> Dict[str, Any]:
+    """For a skipped CRD: fix stale managedFields entries; an Event only when something was (to be) written."""
+    entry = fix_managed_fields(transport, crd, options.restore, progress=progress.update).to_dict()
+    errors = []  # type: List[str]
+    if not options.restore.check_mode and (entry["objects_with_stale_managed_fields"] or problem_of(entry)):
+        reason, message, warning = finished_event(entry)
+        _emit(transport, crd, errors, reason, message, warning)
+    entry["event_errors"] = errors
+    return entry
+
+
 def run_migration(transport: Transport, crds: List[Crd], options: RunOptions,
                   barrier_transports: Dict[str, Transport], progress: ProgressFile,
                   result: Optional[RunResult] = None) -> RunResult:
@@ -109,23 +191,25 @@ def run_migration(transport: Transport, crds: List[Crd], options: RunOptions,
         had_valid_record = validate_record(crd).ok
         skip = skip_reason(crd, options.force, had_valid_record)
         if skip:
-            entry = CrdResult(crd=crd.name, storage_version=crd.storage_version,
-                              stored_versions=list(crd.stored_versions), complete=True).to_dict()
+            entry = run_managed_fields_pass(transport, crd, options, progress)
+            entry["barrier"] = None
         else:
-            barrier = None
-            if not check_mode:
-                barrier = wait_for_storage_version(barrier_transports, crd, options.barrier_timeout,
-                                                   options.barrier_settle).to_dict()
-            entry = migrate_crd(transport, crd, options.restore, progress=progress.update).to_dict()
-            entry["barrier"] = barrier
+            entry = run_pass(transport, crd, options, barrier_transports, progress)
         entry["skipped"] = skip
         result.crds.append(entry)
         for key in TOTAL_KEYS:
             result.totals[key] += entry.get(key) or 0
         progress.state["crds_done"] += 1
         progress.update()
-        # refreshing a record that was already valid (force) is not a change worth reporting
-        first_record = entry["record_written"] and not had_valid_record
-        if not skip and (entry["rewritten"] or first_record or check_mode):
+        if is_change(entry, had_valid_record, check_mode):
             result.changed = True
     return result
+
+
+def is_change(entry: Dict[str, Any], had_valid_record: bool, check_mode: bool) -> bool:
+    """A re-encoded object, a first record, or fixed managedFields; in check mode, a pass or fix to come."""
+    if entry["skipped"]:  # managedFields-only pass: a change only when an object is (to be) written
+        return bool(entry["objects_with_stale_managed_fields"] if check_mode else entry["rewritten"])
+    # refreshing a record that was already valid (force) is not a change worth reporting
+    first_record = entry["record_written"] and not had_valid_record
+    return bool(entry["rewritten"] or first_record or check_mode)

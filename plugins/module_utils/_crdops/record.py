@@ -41,14 +41,28 @@ class MigrationRecord(object):
     unchanged: int = 0
     gone: int = 0
     failed: int = 0
+    # objects listed but not written because a checkpoint (or this pass before a relist) shows them done;
+    # absent from records written before 1.1.0, read as 0 (their identity is rewritten+unchanged+gone == listed)
+    skipped_by_checkpoint: int = 0
+    managed_fields_rewritten: int = 0
+    managed_fields_dropped: int = 0
+    objects_with_stale_managed_fields: int = 0
 
     def to_annotation(self) -> str:
         return json.dumps({
             "storageVersion": self.storage_version, "generation": self.generation,
             "startedAt": self.started_at, "completedAt": self.completed_at,
             "listed": self.listed, "rewritten": self.rewritten, "unchanged": self.unchanged,
-            "gone": self.gone, "failed": self.failed,
+            "gone": self.gone, "failed": self.failed, "skippedByCheckpoint": self.skipped_by_checkpoint,
+            "managedFieldsRewritten": self.managed_fields_rewritten,
+            "managedFieldsDropped": self.managed_fields_dropped,
+            "objectsWithStaleManagedFields": self.objects_with_stale_managed_fields,
         }, separators=(",", ":"), sort_keys=True)
+
+    @property
+    def accounted(self) -> int:
+        """Listed objects the record accounts for: written (rewritten or unchanged), gone, or skipped as done."""
+        return self.rewritten + self.unchanged + self.gone + self.skipped_by_checkpoint
 
     @classmethod
     def from_annotation(cls, text: str) -> "MigrationRecord":
@@ -60,7 +74,10 @@ class MigrationRecord(object):
             started_at=str(data.get("startedAt", "")), completed_at=str(data.get("completedAt", "")),
             listed=int(data.get("listed", 0)), rewritten=int(data.get("rewritten", 0)),
             unchanged=int(data.get("unchanged", 0)), gone=int(data.get("gone", 0)),
-            failed=int(data.get("failed", 0)),
+            failed=int(data.get("failed", 0)), skipped_by_checkpoint=int(data.get("skippedByCheckpoint", 0)),
+            managed_fields_rewritten=int(data.get("managedFieldsRewritten", 0)),
+            managed_fields_dropped=int(data.get("managedFieldsDropped", 0)),
+            objects_with_stale_managed_fields=int(data.get("objectsWithStaleManagedFields", 0)),
         )
 
     def to_dict(self) -> Dict[str, Any]:
@@ -81,7 +98,14 @@ class RecordValidation(object):
 
 def validate_record(crd: Crd) -> RecordValidation:
     """Is there a record proving a complete, failure-free pass at the current storage version
-    and generation? A stale record (storage version or generation differs) never authorises a trim."""
+    and generation? A stale record (storage version or generation differs) never authorises a trim.
+
+    The counts must account for every listed object: rewritten + unchanged + gone + skipped_by_checkpoint
+    == listed, and failed == 0. Every listed object is either skipped (done by an earlier run or before a
+    relist; a relist lists such objects again, and each listing is counted once in both ``listed`` and
+    ``skipped_by_checkpoint``) or written exactly once, so the identity is exact. A record written before
+    ``skippedByCheckpoint`` existed is read with 0 there: it is valid only if rewritten + unchanged + gone ==
+    listed, so a pass that resumed from a checkpoint under an older version must run again."""
     text = crd.annotations.get(RECORD_ANNOTATION)
     if not text:
         return RecordValidation(False, "missing: no %s annotation on the CRD" % RECORD_ANNOTATION)
@@ -98,6 +122,12 @@ def validate_record(crd: Crd) -> RecordValidation:
                                 % (record.generation, crd.generation), record)
     if record.failed:
         return RecordValidation(False, "record reports %d failed objects" % record.failed, record)
+    counts = (record.listed, record.rewritten, record.unchanged, record.gone, record.skipped_by_checkpoint)
+    if min(counts) < 0 or record.accounted != record.listed:
+        return RecordValidation(False, "unaccounted: record lists %d objects but accounts for %d (rewritten %d + "
+                                "unchanged %d + gone %d + skipped by checkpoint %d); run the migration again"
+                                % (record.listed, record.accounted, record.rewritten, record.unchanged,
+                                   record.gone, record.skipped_by_checkpoint), record)
     return RecordValidation(True, "valid: complete pass at storage version %s, generation %d, completed %s"
                             % (record.storage_version, record.generation, record.completed_at), record)
 

@@ -3,11 +3,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 # PRIVATE: for internal use by crdops.migration only; may change in any release
-"""The re-store pass: a no-op write (empty JSON merge patch) of every object at the storage version.
+"""The re-store pass: one no-op write of every object at the storage version (see object_write.py).
 
 An object whose stored bytes already match the storage encoding is not written by the apiserver
 and keeps its resourceVersion, so comparing the returned resourceVersion with the listed one
-counts rewritten vs unchanged exactly. Object content is never sent.
+counts rewritten vs unchanged exactly. Object content is never sent; an object listed with
+managedFields entries at another version gets a JSON patch of those entries instead of ``{}``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from .crd import Crd
@@ -27,6 +28,16 @@ from .errors import (
     PermissionDenied,
 )
 from .listing import ListStats, ObjectRef, list_pages
+from .managed_fields import keeps_ownership, plan_patch
+from .object_write import (  # noqa: F401 - outcome kinds and restore_object are re-exported for callers
+    FAILED,
+    GONE,
+    NOT_ATTEMPTED,
+    REWRITTEN,
+    UNCHANGED,
+    Outcome,
+    restore_object,
+)
 from .preflight import predict_rejections
 from .record import (
     Checkpoint,
@@ -36,7 +47,7 @@ from .record import (
     write_checkpoint,
     write_record,
 )
-from .transport import ACCEPT_PARTIAL, JSON, MERGE_PATCH, Transport, error_from_response
+from .transport import JSON, Transport, error_from_response
 
 FATAL_ERRORS = (ConversionWebhookError, ConnectionFailed, PermissionDenied)
 MAX_REPORTED_FAILURES = 20
@@ -98,6 +109,11 @@ class CrdResult(object):
     record_written: bool = False
     record_error: Optional[str] = None
     predicted_rejections: List[Dict[str, Any]] = field(default_factory=list)
+    # managedFields entries at a version other than the storage version (kubernetes#111937), fixed in the write
+    managed_fields_rewritten: int = 0  # entries whose apiVersion was set to the storage version (conversion None)
+    managed_fields_dropped: int = 0  # entries removed (webhook conversion, or a duplicate manager identity)
+    objects_with_stale_managed_fields: int = 0  # objects listed with such entries (written or, check mode, planned)
+    managed_fields_only: bool = False  # a pass over a CRD already done: only objects with stale entries written
 
     @property
     def ok(self) -> bool:
@@ -118,24 +134,11 @@ class CrdResult(object):
             "checkpoint_note": self.checkpoint_note, "record": self.record,
             "record_written": self.record_written, "record_error": self.record_error,
             "predicted_rejections": list(self.predicted_rejections),
+            "managed_fields_rewritten": self.managed_fields_rewritten,
+            "managed_fields_dropped": self.managed_fields_dropped,
+            "objects_with_stale_managed_fields": self.objects_with_stale_managed_fields,
+            "managed_fields_only": self.managed_fields_only,
         }
-
-
-# outcome kinds of one object
-REWRITTEN, UNCHANGED, GONE, FAILED, NOT_ATTEMPTED = "rewritten", "unchanged", "gone", "failed", "not_attempted"
-
-
-def restore_object(transport: Transport, crd: Crd, ref: ObjectRef) -> Tuple[str, Optional[CrdOpsError]]:
-    """Send ``{}`` as a JSON merge patch to the object at the storage version."""
-    path = crd.resource_path(namespace=ref.namespace or None, name=ref.name)
-    resp = transport.request("PATCH", path, body=b"{}", content_type=MERGE_PATCH, accept=ACCEPT_PARTIAL)
-    if resp.ok:
-        rv = str(((resp.json() or {}).get("metadata") or {}).get("resourceVersion") or "")
-        return (UNCHANGED if rv == ref.resource_version else REWRITTEN), None
-    if resp.status == 404:
-        return GONE, None
-    return FAILED, error_from_response(resp, "re-store (empty merge patch)", cluster=transport.cluster_label,
-                                       crd=crd.name, obj=ref.key)
 
 
 def conversion_probe(transport: Transport) -> ProbeFn:
@@ -161,17 +164,6 @@ def conversion_probe(transport: Transport) -> ProbeFn:
     return probe
 
 
-class _Page(object):
-    __slots__ = ("refs", "futures", "last_key", "skipped")
-
-    def __init__(self, refs: List[ObjectRef], futures: List["Future[Tuple[str, Optional[CrdOpsError]]]"],
-                 last_key: str, skipped: int) -> None:
-        self.refs = refs
-        self.futures = futures
-        self.last_key = last_key
-        self.skipped = skipped
-
-
 def check_migratable(crd: Crd, cluster: Optional[str] = None) -> None:
     """Refuse, before anything is written, a CRD whose objects cannot be re-stored."""
     from .errors import BadInputError
@@ -183,6 +175,268 @@ def check_migratable(crd: Crd, cluster: Optional[str] = None) -> None:
             "storage version %s is not served (served: %s); the no-op write goes through the storage "
             "version's endpoint, so serve it (served: true) before migrating"
             % (crd.storage_version, ", ".join(crd.served_versions) or "none"), cluster=cluster, crd=crd.name)
+
+
+class _Page(object):
+    """One listed page: the objects submitted, their pending outcomes, and what the checkpoint needs."""
+
+    __slots__ = ("refs", "futures", "last_key", "skipped")
+
+    def __init__(self, refs: List[ObjectRef], futures: List["Future[Outcome]"], last_key: str, skipped: int) -> None:
+        self.refs = refs
+        self.futures = futures
+        self.last_key = last_key
+        self.skipped = skipped
+
+
+class RestorePass(object):
+    """One pass over one CRD (as read when the pass starts). Page N is written by a worker pool while page
+    N+1 is listed; at most two pages are held, so memory does not grow with the object count.
+
+    ``managed_fields_only``: for a CRD whose pass is already done (clean storedVersions or a valid record),
+    write only the objects listed with stale managedFields entries; no checkpoint, no record."""
+
+    def __init__(self, transport: Transport, crd: Crd, options: RestoreOptions, *, probe: Optional[ProbeFn] = None,
+                 progress: Optional[ProgressFn] = None, clock: Callable[[], float] = time.monotonic,
+                 now: Callable[[], str] = utc_now, managed_fields_only: bool = False) -> None:
+        self.transport = transport
+        self.crd = crd
+        self.options = options
+        self.mf_only = managed_fields_only
+        if probe is None and options.probe_conversion:
+            probe = conversion_probe(transport)
+        self.probe = probe
+        self.progress = progress
+        self.clock = clock
+        self.now = now
+        self.result = CrdResult(crd=crd.name, storage_version=crd.storage_version,
+                                stored_versions=list(crd.stored_versions), check_mode=options.check_mode,
+                                managed_fields_only=managed_fields_only)
+        self.stats = ListStats()
+        self.abort = threading.Event()
+        self.abort_reasons = []  # type: List[str]
+        self.started_at = now()
+        self.clean_through = None  # type: Optional[str]  # last key of the last failure-free page, in order
+        self.clean = True  # no failure so far: the checkpoint may advance
+        self.pages_since_ckpt = 0
+        self.inflight = deque()  # type: Deque[_Page]
+        self.relists_seen = 0
+        self._start = clock()
+        self._throttled_before = 0
+
+    # -- the pass ---------------------------------------------------------------------------------------------
+    def run(self) -> CrdResult:
+        self.resume_from_checkpoint()
+        self._throttled_before = _throttled(self.transport)
+        executor = ThreadPoolExecutor(max_workers=self.options.workers, thread_name_prefix="crdops-restore")
+        try:
+            self.list_and_submit(executor)
+            self.drain_all()
+        finally:
+            executor.shutdown(wait=True)
+        self.finish()
+        self.write_record()
+        return self.result
+
+    def resume_from_checkpoint(self) -> None:
+        """Skip what a previous run did cleanly at this storage version and generation."""
+        if not self.options.use_checkpoint or self.mf_only:
+            return
+        ckpt, note = read_checkpoint(self.crd)
+        self.result.checkpoint_note = note
+        if ckpt is not None:
+            self.clean_through = ckpt.last
+            self.started_at = ckpt.started_at or self.started_at
+            self.result.resumed_from = ckpt.last
+
+    def stop(self, reason: str) -> None:
+        """End the pass: workers not yet started return NOT_ATTEMPTED; the first reason is reported."""
+        if not self.abort.is_set():
+            self.abort_reasons.append(reason)
+            self.abort.set()
+
+    def list_and_submit(self, executor: ThreadPoolExecutor) -> None:
+        """List pages (metadata only) and hand each to the workers; a listing or probe failure stops the pass."""
+        try:
+            for refs in list_pages(self.transport, self.crd, self.options.page_size, stats=self.stats):
+                if self.abort.is_set():
+                    break
+                if self.stats.relists != self.relists_seen:
+                    # the list restarted: finish in-flight pages first so that what they did is skipped
+                    self.relists_seen = self.stats.relists
+                    self.drain_all()
+                todo, skipped = self.select(refs)
+                if self.probe is not None:
+                    self.probe(self.crd, todo if self.mf_only else refs)
+                self.inflight.append(self.submit(executor, todo, refs[-1].key, skipped))
+                while len(self.inflight) > 1:  # page N is written while page N+1 is listed
+                    self.drain(self.inflight.popleft())
+        except CrdOpsError as exc:
+            # listing/probe failure (conversion webhook, 403, connection): stop the pass
+            self.stop(str(exc.with_context(cluster=self.transport.cluster_label, crd=self.crd.name)))
+
+    def select(self, refs: List[ObjectRef]) -> Tuple[List[ObjectRef], int]:
+        """The objects of a page to write, and how many are skipped (checkpoint, or done before a relist).
+        In managedFields-only mode the objects without stale entries are not written (counted unchanged)."""
+        todo = refs if self.clean_through is None else [r for r in refs if r.key > self.clean_through]
+        skipped = len(refs) - len(todo)
+        if self.mf_only:
+            fine = len(todo)
+            todo = [r for r in todo if r.stale is not None]
+            if not self.options.check_mode:
+                self.result.unchanged += fine - len(todo)
+        return todo, skipped
+
+    def submit(self, executor: ThreadPoolExecutor, todo: List[ObjectRef], last_key: str, skipped: int) -> _Page:
+        """Start the writes of one page; in check mode plan them instead (dry-run sample, managedFields counts)."""
+        futures = []  # type: List[Future[Outcome]]
+        if self.options.check_mode:
+            if (self.result.pages == 0 and not self.inflight and self.options.preflight_sample > 0
+                    and not self.mf_only):
+                self.result.predicted_rejections = predict_rejections(self.transport, self.crd, todo,
+                                                                      self.options.preflight_sample)
+            self.plan_managed_fields(todo)
+        else:
+            futures = [executor.submit(self.work, r) for r in todo]
+        return _Page(todo, futures, last_key, skipped)
+
+    def plan_managed_fields(self, todo: List[ObjectRef]) -> None:
+        """Check mode: count the managedFields entries the writes would rewrite or drop."""
+        keep = keeps_ownership(self.crd.conversion_strategy)
+        for ref in todo:
+            if ref.stale is None:
+                continue
+            plan = plan_patch(ref.resource_version, ref.stale, self.crd.group, self.crd.storage_version or "", keep)
+            self.result.objects_with_stale_managed_fields += 1
+            self.result.managed_fields_rewritten += plan.rewritten
+            self.result.managed_fields_dropped += plan.dropped
+
+    def work(self, ref: ObjectRef) -> Outcome:
+        """One object's write (in a worker thread); a fatal error stops the pass."""
+        if self.abort.is_set():
+            return Outcome(NOT_ATTEMPTED)
+        try:
+            outcome = restore_object(self.transport, self.crd, ref)
+        except CrdOpsError as exc:  # connection failure past the deadline
+            outcome = Outcome(FAILED, exc.with_context(crd=self.crd.name, obj=ref.key), stale_object=ref.stale is not None)
+        if outcome.error is not None and isinstance(outcome.error, FATAL_ERRORS):
+            self.stop(str(outcome.error))
+        return outcome
+
+    # -- accounting ---------------------------------------------------------------------------------------------
+    def drain_all(self) -> None:
+        while self.inflight:
+            self.drain(self.inflight.popleft())
+
+    def drain(self, page: _Page) -> None:
+        """Wait for a page's writes, count them, then advance the checkpoint and report progress."""
+        page_failed = False
+        for fut in page.futures:
+            if self.tally(fut.result()):
+                page_failed = True
+        self.result.skipped_by_checkpoint += page.skipped
+        self.result.pages += 1
+        if page_failed:
+            self.clean = False
+        self.advance_checkpoint(page)
+        self.report_progress()
+
+    def tally(self, outcome: Outcome) -> bool:
+        """Count one object's outcome; True when it leaves its page unclean (failed or not attempted)."""
+        r = self.result
+        if outcome.stale_object and outcome.kind != NOT_ATTEMPTED:
+            r.objects_with_stale_managed_fields += 1
+        r.managed_fields_rewritten += outcome.mf_rewritten
+        r.managed_fields_dropped += outcome.mf_dropped
+        if outcome.kind in (REWRITTEN, UNCHANGED, GONE):
+            setattr(r, outcome.kind, getattr(r, outcome.kind) + 1)
+            return False
+        if outcome.kind == NOT_ATTEMPTED:
+            r.not_attempted += 1
+            return True
+        r.failed += 1
+        err = outcome.error
+        if len(r.first_failures) < MAX_REPORTED_FAILURES and err is not None:
+            ns, _sep, name = (err.obj or "").rpartition("/")
+            r.first_failures.append({"namespace": ns or None, "name": name, "status": err.status,
+                                     "reason": err.reason, "kind": err.kind, "message": err.api_message or err.message,
+                                     "error": str(err)})
+        if self.options.max_failures is not None and r.failed > self.options.max_failures:
+            self.stop("more than max_failures=%d objects failed" % self.options.max_failures)
+        return True
+
+    def advance_checkpoint(self, page: _Page) -> None:
+        """Move the resume point past a page once every page so far is failure-free (never past a failure)."""
+        if not self.clean or self.options.check_mode or not page.last_key:
+            return
+        if self.clean_through is not None and page.last_key <= self.clean_through:
+            return
+        self.clean_through = page.last_key
+        self.pages_since_ckpt += 1
+        if not self.options.use_checkpoint or self.mf_only or self.pages_since_ckpt < self.options.checkpoint_every:
+            return
+        self.pages_since_ckpt = 0
+        try:
+            write_checkpoint(self.transport, self.crd.name, Checkpoint(
+                self.crd.storage_version or "", self.crd.generation, self.clean_through, self.started_at))
+        except CrdOpsError as exc:
+            # A checkpoint is an optimisation; losing one costs re-work, not safety.
+            self.result.checkpoint_note = "checkpoint write failed: %s" % exc
+
+    def done(self) -> int:
+        r = self.result
+        return r.rewritten + r.unchanged + r.gone + r.failed
+
+    def report_progress(self) -> None:
+        if self.progress is None:
+            return
+        r = self.result
+        elapsed = max(self.clock() - self._start, 1e-9)
+        self.progress({"crd": self.crd.name, "pages": r.pages, "listed": self.stats.listed, "done": self.done(),
+                       "rewritten": r.rewritten, "unchanged": r.unchanged, "gone": r.gone, "failed": r.failed,
+                       "skipped_by_checkpoint": r.skipped_by_checkpoint,
+                       "managed_fields_rewritten": r.managed_fields_rewritten,
+                       "managed_fields_dropped": r.managed_fields_dropped,
+                       "objects_with_stale_managed_fields": r.objects_with_stale_managed_fields,
+                       "managed_fields_only": self.mf_only,
+                       "objects_per_s": round(self.done() / elapsed, 1), "check_mode": self.options.check_mode})
+
+    def finish(self) -> None:
+        """Copy the listing's counters and the timing into the result; decide completeness."""
+        r = self.result
+        r.listed = self.stats.listed
+        r.relists = self.stats.relists
+        r.expired_continues = self.stats.resumed_inconsistent
+        r.throttled = _throttled(self.transport) - self._throttled_before
+        r.duration_s = self.clock() - self._start
+        r.objects_per_s = self.done() / r.duration_s if r.duration_s > 0 else 0.0
+        if self.abort_reasons:
+            r.aborted_reason = self.abort_reasons[0]
+        r.complete = not self.abort.is_set()
+
+    def write_record(self) -> None:
+        """After a complete pass with zero failures, write the record that authorises a trim."""
+        r = self.result
+        if not (r.complete and r.failed == 0 and not self.options.check_mode and self.options.write_record
+                and not self.mf_only):
+            return
+        record = MigrationRecord(
+            storage_version=self.crd.storage_version or "", generation=self.crd.generation,
+            started_at=self.started_at, completed_at=self.now(), listed=r.listed, rewritten=r.rewritten,
+            unchanged=r.unchanged, gone=r.gone, failed=0, skipped_by_checkpoint=r.skipped_by_checkpoint,
+            managed_fields_rewritten=r.managed_fields_rewritten, managed_fields_dropped=r.managed_fields_dropped,
+            objects_with_stale_managed_fields=r.objects_with_stale_managed_fields)
+        try:
+            write_record(self.transport, self.crd, record)
+            r.record = record.to_dict()
+            r.record_written = True
+        except CrdOpsError as exc:
+            r.record_error = str(exc)
+
+
+def _prepare(transport: Transport, crd: Crd, options: RestoreOptions) -> None:
+    options.validate()
+    check_migratable(crd, transport.cluster_label)
 
 
 def migrate_crd(
@@ -199,159 +453,27 @@ def migrate_crd(
     complete with zero failures, write the migration record. Never raises for per-object errors;
     fatal errors (conversion webhook, auth, connection past the retry deadline) end the pass with
     ``aborted_reason`` set. Bad input raises before anything is written."""
-    options.validate()
-    check_migratable(crd, transport.cluster_label)
-    start = clock()
-    result = CrdResult(crd=crd.name, storage_version=crd.storage_version,
-                       stored_versions=list(crd.stored_versions), check_mode=options.check_mode)
-    if probe is None and options.probe_conversion:
-        probe = conversion_probe(transport)
-    started_at = now()
-    skip_through = None  # type: Optional[str]
-    if options.use_checkpoint:
-        ckpt, note = read_checkpoint(crd)
-        result.checkpoint_note = note
-        if ckpt is not None:
-            skip_through = ckpt.last
-            started_at = ckpt.started_at or started_at
-            result.resumed_from = ckpt.last
-    stats = ListStats()
-    abort = threading.Event()
-    abort_reason = []  # type: List[str]
-    throttled_before = _throttled(transport)
-    clean_through = skip_through  # last key of the last page with no failures, in order
-    clean = True  # no failure so far: the checkpoint may advance
-    pages_since_ckpt = 0
+    _prepare(transport, crd, options)
+    return RestorePass(transport, crd, options, probe=probe, progress=progress, clock=clock, now=now).run()
 
-    def work(ref: ObjectRef) -> Tuple[str, Optional[CrdOpsError]]:
-        if abort.is_set():
-            return NOT_ATTEMPTED, None
-        try:
-            outcome, err = restore_object(transport, crd, ref)
-        except CrdOpsError as exc:  # connection failure past the deadline
-            outcome, err = FAILED, exc.with_context(crd=crd.name, obj=ref.key)
-        if err is not None and isinstance(err, FATAL_ERRORS):
-            if not abort.is_set():
-                abort_reason.append(str(err))
-                abort.set()
-        return outcome, err
 
-    def drain(page: _Page) -> None:
-        nonlocal clean, clean_through, pages_since_ckpt
-        page_failed = False
-        for fut in page.futures:
-            outcome, err = fut.result()
-            if outcome == REWRITTEN:
-                result.rewritten += 1
-            elif outcome == UNCHANGED:
-                result.unchanged += 1
-            elif outcome == GONE:
-                result.gone += 1
-            elif outcome == NOT_ATTEMPTED:
-                result.not_attempted += 1
-                page_failed = True
-            else:
-                result.failed += 1
-                page_failed = True
-                if len(result.first_failures) < MAX_REPORTED_FAILURES and err is not None:
-                    ns, _sep, name = (err.obj or "").rpartition("/")
-                    result.first_failures.append({
-                        "namespace": ns or None, "name": name, "status": err.status,
-                        "reason": err.reason, "kind": err.kind, "message": err.api_message or err.message,
-                    })
-                if (options.max_failures is not None and result.failed > options.max_failures
-                        and not abort.is_set()):
-                    abort_reason.append("more than max_failures=%d objects failed" % options.max_failures)
-                    abort.set()
-        result.skipped_by_checkpoint += page.skipped
-        result.pages += 1
-        if page_failed:
-            clean = False
-        if clean and not options.check_mode and page.futures and (
-                clean_through is None or page.last_key > clean_through):
-            clean_through = page.last_key
-            pages_since_ckpt += 1
-            if options.use_checkpoint and pages_since_ckpt >= options.checkpoint_every:
-                pages_since_ckpt = 0
-                try:
-                    write_checkpoint(transport, crd.name, Checkpoint(
-                        crd.storage_version or "", crd.generation, clean_through, started_at))
-                except CrdOpsError as exc:
-                    # A checkpoint is an optimisation; losing one costs re-work, not safety.
-                    result.checkpoint_note = "checkpoint write failed: %s" % exc
-        if progress is not None:
-            elapsed = max(clock() - start, 1e-9)
-            done = result.rewritten + result.unchanged + result.gone + result.failed
-            progress({"crd": crd.name, "pages": result.pages, "listed": stats.listed, "done": done,
-                      "rewritten": result.rewritten, "unchanged": result.unchanged, "gone": result.gone,
-                      "failed": result.failed, "skipped_by_checkpoint": result.skipped_by_checkpoint,
-                      "objects_per_s": round(done / elapsed, 1), "check_mode": options.check_mode})
-
-    inflight: Deque[_Page] = deque()
-    relists_seen = 0
-    executor = ThreadPoolExecutor(max_workers=options.workers, thread_name_prefix="crdops-restore")
-    try:
-        try:
-            for refs in list_pages(transport, crd, options.page_size, stats=stats):
-                if abort.is_set():
-                    break
-                if stats.relists != relists_seen:
-                    # the list restarted: finish in-flight pages first so that what they did is skipped
-                    relists_seen = stats.relists
-                    while inflight:
-                        drain(inflight.popleft())
-                if probe is not None:
-                    probe(crd, refs)
-                # skip what a previous run (checkpoint) or this run (before a relist) did cleanly
-                skip_key = clean_through
-                if skip_key is not None:
-                    todo = [r for r in refs if r.key > skip_key]
-                else:
-                    todo = refs
-                skipped = len(refs) - len(todo)
-                if options.check_mode:
-                    futures = []  # type: List[Future[Tuple[str, Optional[CrdOpsError]]]]
-                    if result.pages == 0 and not inflight and options.preflight_sample > 0:
-                        result.predicted_rejections = predict_rejections(transport, crd, todo,
-                                                                         options.preflight_sample)
-                else:
-                    futures = [executor.submit(work, r) for r in todo]
-                inflight.append(_Page(todo, futures, refs[-1].key, skipped))
-                # keep at most two pages in flight: page N is patched while page N+1 is listed
-                while len(inflight) > 1:
-                    drain(inflight.popleft())
-        except CrdOpsError as exc:
-            # listing/probe failure (conversion webhook, 403, connection): stop the pass
-            abort_reason.append(str(exc.with_context(cluster=transport.cluster_label, crd=crd.name)))
-            abort.set()
-        while inflight:
-            drain(inflight.popleft())
-    finally:
-        executor.shutdown(wait=True)
-
-    result.listed = stats.listed
-    result.relists = stats.relists
-    result.expired_continues = stats.resumed_inconsistent
-    result.throttled = _throttled(transport) - throttled_before
-    result.duration_s = clock() - start
-    done = result.rewritten + result.unchanged + result.gone + result.failed
-    result.objects_per_s = done / result.duration_s if result.duration_s > 0 else 0.0
-    if abort_reason:
-        result.aborted_reason = abort_reason[0]
-    result.complete = not abort.is_set()
-
-    if (result.complete and result.failed == 0 and not options.check_mode and options.write_record):
-        record = MigrationRecord(
-            storage_version=crd.storage_version or "", generation=crd.generation, started_at=started_at,
-            completed_at=now(), listed=result.listed + 0, rewritten=result.rewritten,
-            unchanged=result.unchanged, gone=result.gone, failed=0)
-        try:
-            write_record(transport, crd, record)
-            result.record = record.to_dict()
-            result.record_written = True
-        except CrdOpsError as exc:
-            result.record_error = str(exc)
-    return result
+def fix_managed_fields(
+    transport: Transport,
+    crd: Crd,
+    options: RestoreOptions,
+    *,
+    probe: Optional[ProbeFn] = None,
+    progress: Optional[ProgressFn] = None,
+    clock: Callable[[], float] = time.monotonic,
+    now: Callable[[], str] = utc_now,
+) -> CrdResult:
+    """A managedFields-only pass for a CRD whose re-store is already done: list every object (metadata only)
+    and write only those carrying managedFields entries at a version other than the storage version.
+    No checkpoint, no record; ``complete`` and the counts say what was done (in check mode, what would be)."""
+    _prepare(transport, crd, options)
+    opts = replace(options, use_checkpoint=False, write_record=False)
+    return RestorePass(transport, crd, opts, probe=probe, progress=progress, clock=clock, now=now,
+                       managed_fields_only=True).run()
 
 
 def _throttled(transport: Transport) -> int:

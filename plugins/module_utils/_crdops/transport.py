@@ -279,9 +279,17 @@ class HttpTransport(object):
     def __repr__(self) -> str:
         return "HttpTransport(cluster=%r, base_url=%r)" % (self.cluster_label, self.base_url)
 
-    def for_endpoint(self, base_url: str) -> "HttpTransport":
-        """The same credentials and pool against another apiserver of the same cluster (HA)."""
-        return HttpTransport(self._pool, base_url, cluster_label=self.cluster_label, headers=self._headers,
+    def for_endpoint(self, base_url: str, new_connection_per_request: bool = False) -> "HttpTransport":
+        """The same credentials and pool against another apiserver of the same cluster (HA).
+
+        ``new_connection_per_request``: ask for ``Connection: close``, so that a load balancer in front of
+        several apiservers may route every request to another one (the barrier's settle fallback).
+        """
+        headers = self._headers
+        if new_connection_per_request:
+            headers = headers.copy() if headers is not None else {}
+            headers["Connection"] = "close"
+        return HttpTransport(self._pool, base_url, cluster_label=self.cluster_label, headers=headers,
                              auth_header=self._auth_header, retry=RetryPolicy(deadline=min(self.retry.deadline, 5.0)),
                              timeout=min(self.timeout, 10.0), clock=self._clock, sleep=self._sleep, rng=self._rng,
                              on_close=lambda: None)

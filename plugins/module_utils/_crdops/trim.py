@@ -3,7 +3,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 # PRIVATE: for internal use by crdops.migration only; may change in any release
-"""Trim ``status.storedVersions`` — only with proof, never the storage version, optimistic-locked."""
+"""Trim ``status.storedVersions`` — only with proof, never the storage version, optimistic-locked.
+
+Each trim and each refusal leaves a Kubernetes Event on the CRD (``kubectl describe crd`` shows it), except
+in check mode. An Event that cannot be posted is reported in the result, never raised.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
 from .crd import Crd, crd_path
-from .errors import ConflictError, NotFoundError, RecordError, RefusalError
+from .errors import ConflictError, CrdOpsError, NotFoundError, RecordError, RefusalError
+from .events import TRIM_REFUSED, TRIM_SUCCEEDED, emit_crd_event
 from .record import RecordValidation, validate_record
 from .transport import MERGE_PATCH, Transport, dumps, error_from_response
 
@@ -26,12 +31,13 @@ class TrimResult(object):
     record: Dict[str, Any] = field(default_factory=dict)
     forced: bool = False
     check_mode: bool = False
+    event_error: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:
         return {"name": self.name, "storage_version": self.storage_version,
                 "stored_versions_before": list(self.before), "stored_versions_after": list(self.after),
                 "changed": self.changed, "migration_record": dict(self.record), "forced": self.forced,
-                "check_mode": self.check_mode}
+                "check_mode": self.check_mode, "event_error": self.event_error}
 
     def diff(self) -> Dict[str, Any]:
         return {"before": {"storedVersions": list(self.before)}, "after": {"storedVersions": list(self.after)},
@@ -54,6 +60,25 @@ def compute_stored_versions(crd: Crd, drop: Optional[Sequence[str]] = None) -> L
     return [storage]
 
 
+def refused(transport: Transport, crd: Crd, error: CrdOpsError, check_mode: bool,
+            event_errors: Optional[List[str]]) -> CrdOpsError:
+    """``error``, after leaving a Warning Event on the CRD that says why the trim was refused."""
+    if not check_mode:
+        problem = emit_crd_event(transport, crd, TRIM_REFUSED, "storedVersions %s not trimmed: %s"
+                                 % (crd.stored_versions, error.message), warning=True)
+        if problem and event_errors is not None:
+            event_errors.append("[CRD %s] %s" % (crd.name, problem))
+    return error.with_context(cluster=transport.cluster_label)
+
+
+def trimmed(transport: Transport, crd: Crd, result: TrimResult) -> None:
+    message = "status.storedVersions trimmed from %s to %s (storage version %s)" % (
+        result.before, result.after, result.storage_version)
+    if result.forced:
+        message += " WITHOUT a valid migration record (force=true): %s" % result.record.get("reason")
+    result.event_error = emit_crd_event(transport, crd, TRIM_SUCCEEDED, message, warning=result.forced)
+
+
 def trim_stored_versions(
     transport: Transport,
     crd_name: str,
@@ -61,7 +86,9 @@ def trim_stored_versions(
     versions: Optional[Sequence[str]] = None,
     force: bool = False,
     check_mode: bool = False,
+    event_errors: Optional[List[str]] = None,
 ) -> TrimResult:
+    """Trim one CRD. ``event_errors`` collects Events that could not be posted about a refusal."""
     cluster = transport.cluster_label
     resp = transport.request("GET", crd_path(crd_name))
     if resp.status == 404:
@@ -73,7 +100,7 @@ def trim_stored_versions(
     try:
         after = compute_stored_versions(crd, versions)
     except RefusalError as exc:
-        raise exc.with_context(cluster=cluster)
+        raise refused(transport, crd, exc, check_mode, event_errors)
     before = list(crd.stored_versions)
     validation: RecordValidation = validate_record(crd)
     result = TrimResult(name=crd.name, storage_version=crd.storage_version, before=before, after=after,
@@ -82,9 +109,9 @@ def trim_stored_versions(
         return result
     if not validation.ok:
         if not force:
-            raise RecordError(
+            raise refused(transport, crd, RecordError(
                 "refusing to trim status.storedVersions %s -> %s: migration record %s"
-                % (before, after, validation.reason), cluster=cluster, crd=crd.name)
+                % (before, after, validation.reason), cluster=cluster, crd=crd.name), check_mode, event_errors)
         result.forced = True
     result.changed = True
     if check_mode:
@@ -92,10 +119,12 @@ def trim_stored_versions(
     body = {"metadata": {"resourceVersion": crd.resource_version}, "status": {"storedVersions": after}}
     resp = transport.request("PATCH", crd_path(crd.name) + "/status", body=dumps(body), content_type=MERGE_PATCH)
     if resp.status == 409:
-        raise ConflictError("CRD changed since it was read; storedVersions not trimmed, read it again",
-                            cluster=cluster, crd=crd.name, status=409, api_message=resp.api_message())
+        raise refused(transport, crd, ConflictError(
+            "CRD changed since it was read; storedVersions not trimmed, read it again",
+            cluster=cluster, crd=crd.name, status=409, api_message=resp.api_message()), check_mode, event_errors)
     if not resp.ok:
         raise error_from_response(resp, "PATCH CRD status", cluster=cluster, crd=crd.name)
     written = Crd.from_api(resp.json())
     result.after = list(written.stored_versions)
+    trimmed(transport, crd, result)
     return result

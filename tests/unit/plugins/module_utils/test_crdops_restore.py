@@ -64,8 +64,8 @@ def test_gone_objects_are_counted_not_failed():
     c = cluster_with(10)
 
     def hook(method, path, q, body):
-        if method == "PATCH" and path.endswith("/obj-00003"):
-            return status(404, 'crontabs.stable.example.com "obj-00003" not found', "NotFound")
+        if method == "PATCH" and path.endswith("/obj-00003"):  # deleted between the list and the write
+            c.objects[NAME].pop("a/obj-00003", None)
     c.hooks.append(hook)
     r = run(c)
     assert r.gone == 1 and r.failed == 0 and r.rewritten == 9 and r.ok
@@ -202,6 +202,7 @@ def test_checkpoint_written_and_resume_skips_done_objects():
     after = len([x for x in c.writes() if "/obj-" in x[1]])
     assert r2.ok and r2.record_written and r2.resumed_from == ckpt["last"]
     assert r2.skipped_by_checkpoint == last_index + 1
+    assert validate_record(get_crd(c, NAME)).ok  # rewritten + skipped_by_checkpoint == listed
     assert after - before == 30 - (last_index + 1)
     assert json.loads(get_crd(c, NAME).annotations[RECORD_ANNOTATION])["startedAt"] == ckpt["startedAt"]
     assert c.stored_versions_on_disk(NAME) == ["v2"]

@@ -1,0 +1,269 @@
+#!/usr/bin/python
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: crd_storage_repair
+short_description: Make a CRD's objects readable again after a version they are stored at was removed
+version_added: 1.1.0
+author:
+  - crdops.migration contributors (@crdops)
+requirements:
+  - kubernetes >= 24.2.0 (tested with 37.0.2)
+  - PyYAML (to read O(previous_manifests) files)
+description:
+  - Repairs the state in which objects are still stored in etcd at a version the CRD no longer has, for
+    example after C(status.storedVersions) was trimmed by hand and the next release was applied. Every LIST
+    of the resource then fails with HTTP 500 C(StorageReadError ... corrupt object ... Key /registry/...).
+  - "Steps per CRD: add each missing version back to C(spec.versions) (C(served: true), C(storage: false), C(deprecated: true)),
+    wait until the resource is readable, re-store every object at the storage version (as
+    M(crdops.migration.crd_storage_migrate): empty merge patches, a complete pass with zero failures writes
+    the migration record), verify from etcd when O(etcd_url) is given, trim C(status.storedVersions) with
+    that record, and remove the added versions again."
+  - "Which versions are missing comes from: O(versions) when given; otherwise the C(apiVersion) of every
+    key in etcd (O(etcd_url)) and the version the LIST error names (kube-apiserver 1.37 says C(request to
+    convert CR from an invalid group/version: <group>/<version>)); otherwise the versions of the CRD in
+    O(previous_manifests) that the live CRD lacks. When none of them tells, the module refuses and says
+    what to give."
+  - "The schema of an added version is taken from O(previous_manifests) when that release has the version,
+    else a permissive one (C(type: object), C(x-kubernetes-preserve-unknown-fields: true)) that keeps every field."
+  - Both CRD edits carry the C(resourceVersion) that was read (optimistic lock), so they fail instead of
+    overwriting a CRD somebody changed meanwhile. The versions added are recorded in the annotation
+    C(migration.crdops.io/storage-repair) in the same write; a rerun after an interruption continues from
+    there and removes them at the end.
+  - For C(conversion.strategy=Webhook) the webhook must convert the added versions; the re-store probes it
+    and stops at the first conversion failure. C(None) conversion needs nothing else.
+  - Posts Kubernetes Events on the CRD (C(StorageRepairStarted), C(StorageRepairSucceeded),
+    C(StorageRepairFailed)), visible with C(kubectl describe crd).
+  - A CRD whose objects are all readable (and, with O(etcd_url), all stored at versions the CRD has) is
+    reported as C(nothing to repair) and not touched.
+extends_documentation_fragment:
+  - crdops.migration._auth
+  - crdops.migration._selection
+  - crdops.migration._attributes
+  - crdops.migration._attributes.actiongroup_crdops
+attributes:
+  check_mode:
+    support: full
+    details: Reports the missing versions, their evidence, the object count when known and the steps; writes nothing (no Event either).
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+    details: A repaired (healthy) CRD is reported with C(changed=false).
+options:
+  versions:
+    description:
+      - Versions to add back. Unset - determined from etcd, the LIST error and O(previous_manifests).
+      - Versions already in C(spec.versions) are refused. With O(etcd_url), etcd must show no object at a
+        removed version that this list leaves out.
+    type: list
+    elements: str
+  previous_manifests:
+    description:
+      - CRD manifests of the previous release (the one that still had the removed version); YAML file paths
+        (multi-document) or CRD dicts. Used for the schema of the added version and, when nothing else names
+        it, to find the missing version (versions it has that the live CRD lacks).
+    type: list
+    elements: raw
+    default: []
+  etcd_url:
+    description:
+      - Client URL of one etcd member. When given, the keys of each CRD are read before (to find the versions
+        objects are stored at, and count them) and after the re-store (every key must be at the storage version
+        before the trim).
+    type: str
+  etcd_prefix:
+    description: The apiserver's C(--etcd-prefix).
+    type: str
+    default: /registry
+  etcd_ca_cert:
+    description: CA bundle of etcd's serving certificate.
+    type: path
+  etcd_client_cert:
+    description: Client certificate etcd accepts.
+    type: path
+  etcd_client_key:
+    description: Key of O(etcd_client_cert).
+    type: path
+  page_size:
+    description: Objects per LIST page (probe and re-store). Must be greater than 0.
+    type: int
+    default: 500
+  workers:
+    description: Concurrent no-op writes during the re-store. Must be greater than 0.
+    type: int
+    default: 8
+  max_qps:
+    description: Cap on requests per second. Unset - no cap.
+    type: float
+  retry_deadline:
+    description: Seconds one request is retried (429, 5xx, connection errors) before it counts as failed.
+    type: float
+    default: 120
+  wait_timeout:
+    description: Seconds to wait, after each CRD edit, until every object can be listed again.
+    type: float
+    default: 60
+seealso:
+  - module: crdops.migration.crd_storage_migrate
+  - module: crdops.migration.crd_stored_versions_trim
+  - module: crdops.migration.crd_storage_verify
+'''
+
+EXAMPLES = r'''
+- name: What would the repair do? (writes nothing)
+  crdops.migration.crd_storage_repair:
+    context: prod-eu-1
+    names: [widgets.example.com]
+    previous_manifests: [crds/release-n/widgets.yaml]
+  check_mode: true
+
+- name: Repair, with the proof from etcd
+  crdops.migration.crd_storage_repair:
+    context: prod-eu-1
+    names: [widgets.example.com]
+    previous_manifests: [crds/release-n/widgets.yaml]
+    etcd_url: https://10.0.0.5:2379
+    etcd_ca_cert: /etc/kubernetes/pki/etcd/ca.crt
+    etcd_client_cert: /etc/kubernetes/pki/apiserver-etcd-client.crt
+    etcd_client_key: /etc/kubernetes/pki/apiserver-etcd-client.key
+'''
+
+RETURN = r'''
+crds:
+  description: One entry per selected CRD.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name: {description: CRD name., type: str, returned: always}
+    broken: {description: Objects are stored at a version the CRD lacks (or a repair was interrupted)., type: bool, returned: always}
+    changed: {description: This CRD was (in check mode - would be) changed., type: bool, returned: always}
+    message: {description: "One line - nothing to repair, would repair (the steps), or repaired (what was done).", type: str, returned: always}
+    missing_versions: {description: Versions added back (or to add back in check mode)., type: list, elements: str, returned: always}
+    evidence:
+      description: >-
+        Versions the CRD lacks per source - C(list_error) (named by the LIST error), C(etcd) (stored keys),
+        C(previous_manifest), C(option) (O(versions)), C(interrupted_repair) (still added by an earlier run).
+      type: dict
+      returned: always
+    schema_sources: {description: "Per added version, where its schema came from.", type: dict, returned: always}
+    object_count: {description: "Objects of the CRD (etcd keys, or the LIST count when readable); null when unknown.", type: int, returned: always}
+    list_before:
+      description: >-
+        The LIST probe before the repair - C(readable), C(status), C(reason), C(message), C(named_versions),
+        C(unreadable_reported).
+      type: dict
+      returned: always
+    steps: {description: The plan., type: list, elements: str, returned: always}
+    done: {description: The steps done., type: list, elements: str, returned: always}
+    added_versions: {description: Versions added back by this run., type: list, elements: str, returned: always}
+    removed_versions: {description: Versions removed again at the end., type: list, elements: str, returned: always}
+    versions_before: {description: C(spec.versions) names before., type: list, elements: str, returned: always}
+    versions_after: {description: C(spec.versions) names after., type: list, elements: str, returned: always}
+    stored_versions_before: {description: C(status.storedVersions) before., type: list, elements: str, returned: always}
+    stored_versions_after: {description: C(status.storedVersions) after., type: list, elements: str, returned: always}
+    restore: {description: The re-store pass (the counts of M(crdops.migration.crd_storage_migrate))., type: dict, returned: when a pass ran}
+    etcd_before: {description: "etcd scan before (keys, counts per apiVersion).", type: dict, returned: with O(etcd_url)}
+    etcd_after:
+      description: etcd scan after the re-store; C(verified) is true when every key is at the storage version.
+      type: dict
+      returned: with O(etcd_url) and a pass
+    readable_after: {description: Objects listed after the added versions were removed again., type: int, returned: always}
+    warnings: {description: For example that a conversion webhook must convert the added versions., type: list, elements: str, returned: always}
+repaired:
+  description: Names of the CRDs repaired (in check mode - that would be).
+  returned: always
+  type: list
+  elements: str
+cluster:
+  description: Secret-free name of the cluster.
+  returned: always
+  type: str
+'''
+
+import os
+
+from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import CrdOpsModule, argument_spec
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError, CrdOpsError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import (
+    HAS_URLLIB3, URLLIB3_IMPORT_ERROR, EtcdOptions, EtcdReader)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair import (
+    RepairOptions, etcd_scanner, repair_crd)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import select_crds
+
+
+def options_from(p, check_mode):
+    manifests = tuple(os.path.expanduser(m) if isinstance(m, str) else m for m in p["previous_manifests"] or ())
+    if p["wait_timeout"] < 0 or p["retry_deadline"] < 0:
+        raise BadInputError("wait_timeout and retry_deadline must be >= 0")
+    if p["max_qps"] is not None and p["max_qps"] <= 0:
+        raise BadInputError("max_qps must be > 0, got %s" % p["max_qps"])
+    options = RepairOptions(
+        versions=tuple(p["versions"] or ()), previous_manifests=manifests, check_mode=check_mode,
+        wait_timeout=p["wait_timeout"],
+        restore=RestoreOptions(page_size=p["page_size"], workers=p["workers"], check_mode=check_mode,
+                               preflight_sample=0))
+    options.restore.validate()
+    return options
+
+
+def main():
+    m = CrdOpsModule(argument_spec(dict(
+        versions=dict(type="list", elements="str"),
+        previous_manifests=dict(type="list", elements="raw", default=[]),
+        etcd_url=dict(type="str"),
+        etcd_prefix=dict(type="str", default="/registry"),
+        etcd_ca_cert=dict(type="path"),
+        etcd_client_cert=dict(type="path"),
+        etcd_client_key=dict(type="path", no_log=False),
+        page_size=dict(type="int", default=500),
+        workers=dict(type="int", default=8),
+        max_qps=dict(type="float"),
+        retry_deadline=dict(type="float", default=120),
+        wait_timeout=dict(type="float", default=60),
+    )), supports_check_mode=True)
+    p = m.params
+    result = dict(changed=False, crds=[], repaired=[])
+    try:
+        options = options_from(p, m.check_mode)
+        selection = m.selection()
+        selection.validate()
+    except CrdOpsError as exc:
+        m.fail(exc, **result)
+    reader = None
+    if p["etcd_url"]:
+        m.require_lib("urllib3", HAS_URLLIB3, URLLIB3_IMPORT_ERROR)
+        reader = EtcdReader(EtcdOptions(url=p["etcd_url"], prefix=p["etcd_prefix"], ca_cert=p["etcd_ca_cert"],
+                                        client_cert=p["etcd_client_cert"], client_key=p["etcd_client_key"]))
+    transport = m.connect(pool_size=p["workers"] + 2, retry_deadline=p["retry_deadline"], max_qps=p["max_qps"])
+    result["cluster"] = transport.cluster_label
+    try:
+        for crd in select_crds(transport, selection):
+            res = repair_crd(transport, crd.name, options, etcd_scan=etcd_scanner(reader) if reader else None)
+            result["crds"].append(res.to_dict())
+            if res.changed:
+                result["changed"] = True
+                result["repaired"].append(res.name)
+            for warning in res.warnings:
+                m.module.warn(warning)
+    except CrdOpsError as exc:
+        partial = getattr(exc, "partial_result", None)
+        if partial:
+            result["crds"].append(partial)
+            result["changed"] = result["changed"] or bool(partial.get("changed"))
+        m.fail(exc.with_context(cluster=transport.cluster_label), **result)
+    finally:
+        if reader is not None:
+            reader.close()
+        transport.close()
+    m.module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A run over CRDs: Events on each pass, a managedFields-only pass for CRDs already done, totals, changed."""
+from __future__ import annotations
+
+from ansible_collections.crdops.migration.plugins.module_utils._crdops import events
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (
+    ProgressFile, RunOptions, run_migration)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
+from tests.unit.crdops_fakes import status
+from tests.unit.crdops_mf_fakes import MfCluster, entry
+
+NAME = "crontabs.stable.example.com"
+G = "stable.example.com"
+
+
+def cluster(stored=("v1", "v2")):
+    c = MfCluster()
+    c.add_crd(stored=stored)
+    c.add_objects(NAME, 5, namespaces=("a",), stored=stored[0])
+    c.set_managed_fields(NAME, "a/obj-00001", [entry("argocd", G + "/v1"), entry("flux", G + "/v1")])
+    return c
+
+
+def run(c, check_mode=False, **kw):
+    options = RunOptions(restore=RestoreOptions(page_size=2, workers=2, check_mode=check_mode), **kw)
+    return run_migration(c, [get_crd(c, NAME)], options, {c.base_url: c}, ProgressFile(None, "t", check_mode, print))
+
+
+def test_pass_posts_started_and_succeeded_events_with_counts():
+    c = cluster()
+    res = run(c)
+    entry_ = res.crds[0]
+    assert entry_["event_errors"] == [] and res.changed
+    assert [e["reason"] for e in c.events] == [events.PASS_STARTED, events.PASS_SUCCEEDED]
+    started, done = (e["message"] for e in c.events)
+    assert "storage version v2" in started and "v1, v2" in started and "set to v2 (ownership kept)" in started
+    assert "listed 5, rewritten 5, unchanged 0, gone 0" in done and "2 rewritten to the storage version" in done
+    assert "migration record written" in done and all(e["involvedObject"]["name"] == NAME for e in c.events)
+    assert res.totals["managed_fields_rewritten"] == 2 and res.totals["objects_with_stale_managed_fields"] == 1
+
+
+def test_event_errors_are_collected_never_fail_the_pass():
+    c = cluster()
+    c.hooks.append(lambda m, p, q, b: status(400, 'admission webhook "v" denied the request: frozen', "BadRequest")
+                   if m == "PATCH" and p.endswith("/obj-00003") else None)
+    c.hooks.append(lambda m, p, q, b: status(403, "events is forbidden", "Forbidden")
+                   if m == "POST" and p.endswith("/events") else None)
+    res = run(c)
+    entry_ = res.crds[0]
+    assert entry_["failed"] == 1 and len(entry_["event_errors"]) == 2
+    assert all("HTTP 403" in e and "not posted" in e for e in entry_["event_errors"])
+    assert entry_["rewritten"] == 4 and entry_["complete"]
+
+
+def test_failed_pass_event_is_a_warning():
+    c = cluster()
+    c.hooks.append(lambda m, p, q, b: status(400, 'admission webhook "v" denied the request: frozen', "BadRequest")
+                   if m == "PATCH" and p.endswith("/obj-00003") else None)
+    run(c)
+    failed = [e for e in c.events if e["reason"] == events.PASS_FAILED]
+    assert len(failed) == 1 and failed[0]["type"] == "Warning"
+    assert "obj-00003" in failed[0]["message"] and "denied the request: frozen" in failed[0]["message"]
+
+
+def test_check_mode_posts_no_event():
+    c = cluster()
+    res = run(c, check_mode=True)
+    assert c.events == [] and c.writes() == [] and res.crds[0]["objects_with_stale_managed_fields"] == 1
+
+
+def test_skipped_crd_gets_a_managed_fields_only_pass():
+    c = cluster(stored=("v2",))
+    res = run(c)
+    e = res.crds[0]
+    assert "already [v2]" in e["skipped"] and e["managed_fields_only"] and e["barrier"] is None
+    assert (e["listed"], e["rewritten"], e["unchanged"], e["managed_fields_rewritten"]) == (5, 1, 4, 2)
+    assert res.changed and c.object_writes == 1 and [ev["reason"] for ev in c.events] == [events.PASS_SUCCEEDED]
+    assert "managedFields-only pass" in c.events[0]["message"]
+    again = run(c)
+    assert not again.changed and again.crds[0]["rewritten"] == 0 and len(c.events) == 1
+
+
+def test_skipped_crd_check_mode_reports_a_change_only_with_stale_entries():
+    c = cluster(stored=("v2",))
+    assert run(c, check_mode=True).changed and c.writes() == []
+    c.set_managed_fields(NAME, "a/obj-00001", [entry("argocd", G + "/v2")])
+    assert not run(c, check_mode=True).changed
