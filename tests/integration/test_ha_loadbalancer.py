@@ -152,8 +152,10 @@ def judge(pair, r: Round, out: Outcome) -> Outcome:
     crd = a.get_crd(r.crd_name)
     out.stored_versions = crd["status"]["storedVersions"]
     out.applied_next = [v["name"] for v in crd["spec"]["versions"]] == ["v2"]
+    # at the storage version of the live CRD (v1 when the role stopped before its flip)
+    storage = next(v["name"] for v in crd["spec"]["versions"] if v["storage"])
     try:
-        out.readable = len(a.get(objects_path(r.group, "v2", r.plural))["items"])
+        out.readable = len(a.get(objects_path(r.group, storage, r.plural))["items"])
     except KubeError as exc:
         out.readable = f"LIST fails: HTTP {exc.status} {str(exc.body)[:200]}"
     return out
