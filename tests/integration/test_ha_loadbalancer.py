@@ -130,9 +130,9 @@ def _served_by(kube: Kube, r: Round, version: str, timeout: float = 60) -> None:
             time.sleep(0.1)
 
 
-def prepare(pair, index: int) -> Round:
+def prepare(pair, index: int, delay: float | None = None) -> Round:
     """A new CRD at v1 with objects, known to both apiservers; then B's etcd link starts lagging."""
-    r = Round(index, f"r{index}{uuid.uuid4().hex[:6]}.lb.crdops.test", delay=3.0 + index % 4,
+    r = Round(index, f"r{index}{uuid.uuid4().hex[:6]}.lb.crdops.test", delay=delay or 3.0 + index % 4,
               v2_served_before=index % 2 == 1)
     a, b = admin_kube(pair, 0), admin_kube(pair, 1)
     a.apply_crd(r.release_before())
@@ -188,7 +188,8 @@ def modules_round(pair, index: int, endpoints: bool) -> Outcome:
 
 def role_round(pair, index: int, endpoints: bool, tmp_path: Path) -> Outcome:
     """The role through playbooks/fleet_upgrade.yml: flip, barrier, re-store, verify, trim, N+1."""
-    r = prepare(pair, index)
+    # 3 s: every request the role sends through B waits that long for etcd, and the role sends many
+    r = prepare(pair, index, delay=3.0)
     started = time.monotonic()
     out = Outcome(r)
     folder = tmp_path / f"round-{index}"
