@@ -14,6 +14,7 @@ author:
 requirements:
   - kubernetes >= 24.2.0 (tested with 37.0.2)
   - PyYAML >= 6.0 (reads target_manifests given as file paths)
+  - urllib3 (a dependency of kubernetes; reads etcd's grpc-gateway when O(etcd_url) is given)
   - orjson (optional, faster JSON decoding)
 description:
   - Read-only discovery and plan for CustomResourceDefinitions.
@@ -22,9 +23,15 @@ description:
     the migration record written by M(crdops.migration.crd_storage_migrate) and whether it is valid.
   - Given the manifests of the next release (O(target_manifests)), reports the versions it would remove
     that are still stored (the "skip-a-version trap"), before anything is applied.
+  - Given O(etcd_url), reports per CRD what the re-store would change in the stored bytes beyond
+    C(apiVersion) (RV(crds[].storage_diff)) - defaults of the storage version it would persist, and fields
+    its schema no longer has that it would delete for good. The API cannot show this, since it applies
+    defaults and prunes unknown fields already when it reads from etcd; only the raw values show it.
+    Without O(etcd_url), RV(crds[].storage_diff.checked) is V(false) and says why.
 extends_documentation_fragment:
   - crdops.migration._auth
   - crdops.migration._selection
+  - crdops.migration._etcd
   - crdops.migration._attributes
   - crdops.migration._attributes.actiongroup_crdops
 attributes:
@@ -55,6 +62,22 @@ options:
         entries whose apiVersion is no longer served (kubernetes#111937). A sample, not a full scan.
     type: int
     default: 0
+  etcd_url:
+    description:
+      - Client URL of one etcd member, for example V(https://10.0.0.5:2379). When given, a sample of each
+        CRD's stored objects is read raw from etcd and compared with what the API returns for the same
+        objects at the storage version (RV(crds[].storage_diff)). Nothing is written - the API's view is the
+        re-store's own request sent with C(dryRun=All) (so it needs the C(patch) verb on the custom resources;
+        without it the comparison falls back to a GET and says so in RV(crds[].storage_diff.view)).
+    type: str
+    version_added: 1.1.0
+  diff_sample:
+    description:
+      - How many stored objects per CRD (the first keys in etcd's key order) to compare when O(etcd_url)
+        is given. V(0) turns the comparison off.
+    type: int
+    default: 20
+    version_added: 1.1.0
 seealso:
   - module: kubernetes.core.k8s_info
   - module: crdops.migration.crd_storage_migrate
@@ -107,6 +130,75 @@ crds:
       description: Conversion C(strategy) and C(webhook) (with C(caBundle) removed).
       type: dict
       returned: always
+    storage_diff:
+      version_added: 1.1.0
+      description:
+        - What the re-store at the storage version would change in the sampled stored objects, beyond
+          C(apiVersion) and server-set metadata (C(resourceVersion), C(managedFields), C(generation),
+          C(creationTimestamp)).
+        - Paths read C(.spec.listeners[].port); C([]) is an item of a list, keys that are not plain
+          names are quoted (C(.metadata.annotations["example.com/a"])). Counts are objects of the sample.
+        - C(checked=false) with C(reason) when etcd was not read (no O(etcd_url), or O(diff_sample=0)).
+      type: dict
+      returned: always
+      sample:
+        checked: true
+        reason: null
+        storage_version: v1
+        view: dry-run
+        keys: 3
+        sampled: 3
+        compared: 3
+        would_change: 3
+        at_other_version: 3
+        compared_at_stored_version: 0
+        added: {".status.conditions": 3}
+        removed: {}
+        changed: {}
+        skipped: {}
+        examples: {".status.conditions": [default/my-gateway, default/prod-web]}
+        revision: 812
+      contains:
+        checked: {description: The stored values were read and compared., type: bool, returned: always}
+        reason: {description: Why not checked (null when checked)., type: str, returned: always}
+        storage_version: {description: The version the re-store writes., type: str, returned: when checked}
+        view:
+          description:
+            - V(dry-run) - compared with the response of the no-op write sent with C(dryRun=All), which is what the
+              re-store stores.
+            - V(get) - the credentials may not patch, compared with a GET instead. A GET of an object stored at an older
+              version does not show the storage version's defaults, so C(added) can miss some.
+          type: str
+          returned: when checked
+        keys: {description: "Keys of this resource in etcd (all of them, not only the sample).", type: int, returned: when checked}
+        sampled: {description: Keys read for the comparison., type: int, returned: when checked}
+        compared: {description: Sampled objects compared (the others are counted in C(skipped))., type: int, returned: when checked}
+        would_change:
+          description: Compared objects whose stored value the re-store changes beyond C(apiVersion).
+          type: int
+          returned: when checked
+        at_other_version:
+          description: Compared objects stored at a version other than the storage version (their C(apiVersion) changes too).
+          type: int
+          returned: when checked
+        compared_at_stored_version:
+          description:
+            - Of those, objects of a C(Webhook) conversion CRD compared with the API's view at their stored version
+              (renames done by the webhook are not reported as changes).
+          type: int
+          returned: when checked
+        added: {description: Path -> objects the re-store adds it to (defaults it persists)., type: dict, returned: when checked}
+        removed: {description: Path -> objects it deletes it from for good (not in the schema)., type: dict, returned: when checked}
+        changed: {description: Path -> objects whose value at it changes., type: dict, returned: when checked}
+        skipped:
+          description: >-
+            Sampled objects not compared, by cause: C(encrypted), C(not_json), C(gone) (deleted meanwhile),
+            C(changed_meanwhile) (written between the two reads, twice), C(webhook_version_not_served),
+            C(dry_run_rejected) (admission refused the dry-run; the preflight reports why).
+          type: dict
+          returned: when checked
+        examples: {description: Path -> up to 3 objects (C(namespace/name)) where it was seen., type: dict, returned: when checked}
+        revision: {description: etcd revision of the sample read., type: int, returned: when checked}
     object_count: {description: Number of objects (null when not counted or unknown)., type: int, returned: always}
     migration_record:
       description: The migration record annotation with C(valid), C(reason) and C(present).
@@ -136,9 +228,12 @@ cluster:
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import CrdOpsModule, argument_spec
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import (
+    HAS_URLLIB3, URLLIB3_IMPORT_ERROR, EtcdOptions, EtcdSampler)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.info import describe_crd
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.plan import load_targets
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import select_crds
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.storage_diff import storage_diff_of
 
 
 def main():
@@ -146,11 +241,20 @@ def main():
         target_manifests=dict(type="list", elements="raw", default=[]),
         count_objects=dict(type="bool", default=True),
         managed_fields_sample=dict(type="int", default=0),
+        etcd_url=dict(type="str"),
+        etcd_prefix=dict(type="str", default="/registry"),
+        etcd_ca_cert=dict(type="path"),
+        etcd_client_cert=dict(type="path"),
+        etcd_client_key=dict(type="path", no_log=False),
+        diff_sample=dict(type="int", default=20),
     )), supports_check_mode=True)
     p = m.params
     result = dict(changed=False, crds=[])
-    if p["managed_fields_sample"] < 0:
-        m.module.fail_json(msg="managed_fields_sample must be >= 0", **result)
+    for opt in ("managed_fields_sample", "diff_sample"):
+        if p[opt] < 0:
+            m.module.fail_json(msg="%s must be >= 0" % opt, **result)
+    if p["etcd_url"]:
+        m.require_lib("urllib3", HAS_URLLIB3, URLLIB3_IMPORT_ERROR)
     try:
         selection = m.selection()
         selection.validate()
@@ -159,13 +263,21 @@ def main():
         m.fail(exc, **result)
     transport = m.connect(pool_size=2)
     result["cluster"] = transport.cluster_label
+    sampler = None
+    if p["etcd_url"]:
+        sampler = EtcdSampler(EtcdOptions(url=p["etcd_url"], prefix=p["etcd_prefix"], ca_cert=p["etcd_ca_cert"],
+                                          client_cert=p["etcd_client_cert"], client_key=p["etcd_client_key"]))
     try:
         for crd in select_crds(transport, selection):
-            result["crds"].append(describe_crd(transport, crd, count=p["count_objects"], targets=targets,
-                                               managed_fields_sample=p["managed_fields_sample"]))
+            out = describe_crd(transport, crd, count=p["count_objects"], targets=targets,
+                               managed_fields_sample=p["managed_fields_sample"])
+            out["storage_diff"] = storage_diff_of(transport, sampler, crd, p["etcd_prefix"], p["diff_sample"])
+            result["crds"].append(out)
     except CrdOpsError as exc:
         m.fail(exc.with_context(cluster=transport.cluster_label), **result)
     finally:
+        if sampler is not None:
+            sampler.close()
         close = getattr(transport, "close", None)
         if callable(close):
             close()

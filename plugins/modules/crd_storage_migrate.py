@@ -149,6 +149,15 @@ options:
     description: Run the pass even when the CRD needs no migration or already carries a valid record.
     type: bool
     default: false
+  require_record:
+    description:
+      - Names of CRDs that must end with a valid migration record. Such a CRD without one gets a full pass (and a record)
+        even when its C(status.storedVersions) already holds only the storage version, because a clean list alone is no
+        proof (it may have been trimmed by hand). The role passes the CRDs that release N+1 removes a version from.
+    type: list
+    elements: str
+    default: []
+    version_added: 1.1.0
 seealso:
   - module: crdops.migration.crd_storage_info
   - module: crdops.migration.crd_stored_versions_trim
@@ -318,7 +327,8 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection
 def plan_barrier_for(transport, crds, p, check_mode, warn):
     """(plan, facts for the result): plan is None when no CRD will get a pass or in check mode when the real
     run would be refused; check mode writes nothing, so it reports the refusal (and warns) instead of failing."""
-    if not any(skip_reason(crd, p["force"], validate_record(crd).ok) is None for crd in crds):
+    if not any(skip_reason(crd, p["force"], validate_record(crd).ok, crd.name in p["require_record"]) is None
+               for crd in crds):
         return None, None
     try:
         plan = plan_barrier(
@@ -347,6 +357,7 @@ def main():
         write_record=dict(type="bool", default=True),
         resume=dict(type="bool", default=True),
         force=dict(type="bool", default=False),
+        require_record=dict(type="list", elements="str", default=[]),
         apiserver_endpoints=dict(type="list", elements="str", default=[]),
         barrier_timeout=dict(type="float", default=60),
         barrier_settle=dict(type="float", default=0),
@@ -364,7 +375,8 @@ def main():
         restore=RestoreOptions(page_size=p["page_size"], workers=p["workers"], max_failures=p["max_failures"],
                                check_mode=m.check_mode, write_record=p["write_record"], use_checkpoint=p["resume"],
                                preflight_sample=max(p["preflight_sample"], 0)),
-        force=p["force"], barrier_timeout=p["barrier_timeout"], barrier_settle=p["barrier_settle"])
+        force=p["force"], require_record=tuple(p["require_record"]),
+        barrier_timeout=p["barrier_timeout"], barrier_settle=p["barrier_settle"])
     try:
         options.restore.validate()
         selection = m.selection()

@@ -38,6 +38,9 @@ TOTAL_KEYS = ("listed", "rewritten", "unchanged", "gone", "failed", "throttled",
 class RunOptions(object):
     restore: RestoreOptions
     force: bool = False
+    # CRDs that must end with a valid record (release N+1 removes one of their versions): a clean
+    # storedVersions alone is not proof, since it may have been trimmed by hand
+    require_record: Tuple[str, ...] = ()
     barrier_timeout: float = 60.0
     barrier_settle: float = 0.0
     progress_file: Optional[str] = None
@@ -69,8 +72,8 @@ def problem_of(entry: Dict[str, Any]) -> Optional[str]:
     return None
 
 
-def skip_reason(crd: Crd, force: bool, has_valid_record: bool) -> Optional[str]:
-    if force:
+def skip_reason(crd: Crd, force: bool, has_valid_record: bool, record_required: bool = False) -> Optional[str]:
+    if force or (record_required and not has_valid_record):
         return None
     if not crd.needs_migration:
         return "status.storedVersions is already [%s]" % crd.storage_version
@@ -189,7 +192,7 @@ def run_migration(transport: Transport, crds: List[Crd], options: RunOptions,
     progress.state["crds_total"] = len(crds)
     for crd in crds:
         had_valid_record = validate_record(crd).ok
-        skip = skip_reason(crd, options.force, had_valid_record)
+        skip = skip_reason(crd, options.force, had_valid_record, crd.name in options.require_record)
         if skip:
             entry = run_managed_fields_pass(transport, crd, options, progress)
             entry["barrier"] = None

@@ -1,0 +1,103 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Data shaping for the upgrade phase of the crd_upgrade role (documented in the sidecar .yml files)."""
+
+from __future__ import annotations
+
+import re
+
+MAX_MESSAGE = 500
+_APPLY_PREFIX = re.compile(r"^Failed to apply object: ")
+
+
+def _short(text, limit=MAX_MESSAGE):
+    text = str(text)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def crd_upgrade_refusals(docs, answers):
+    """``<CRD>: <message>`` for each manifest of release N+1 the server-side dry-run refused.
+
+    ``answers`` are kubernetes.core.k8s's per-definition results, in the order of ``docs``.
+    """
+    out = []
+    for index, doc in enumerate(docs or []):
+        answer = answers[index] if index < len(answers or []) else {}
+        error = (answer or {}).get("error")
+        if error is None:
+            continue
+        message = error.get("msg", error) if isinstance(error, dict) else error
+        out.append("%s: %s" % ((doc.get("metadata") or {}).get("name"), _short(_APPLY_PREFIX.sub("", str(message)))))
+    return out
+
+
+def crd_upgrade_leftovers(crds):
+    """``<CRD> still has <versions>`` for each CRD where release N+1 is not in effect after the apply."""
+    out = []
+    for crd in crds or []:
+        left = list(crd.get("removed_versions") or []) + list(crd.get("blocked_removals") or [])
+        if left or not crd.get("target_found"):
+            out.append("%s still has %s" % (crd.get("name"), ",".join(left) if left else "no release N+1 manifest"))
+    return out
+
+
+def _doubt(crd):
+    """Why removing versions from this CRD is not proven safe, or None."""
+    storage = crd.get("storage_version")
+    stored = list(crd.get("stored_versions") or [])
+    if stored != [storage]:
+        return "status.storedVersions is %s, not [%s]" % (stored, storage)
+    record = crd.get("migration_record") or {}
+    if record.get("valid"):
+        return None
+    if crd.get("object_count") == 0:
+        return None  # no object: nothing stored, no managedFields to break
+    count = crd.get("object_count")
+    return "no valid migration record (%s) for its %s objects" % (
+        record.get("reason") or "missing", count if count is not None else "unknown number of")
+
+
+def crd_upgrade_doubts(crds):
+    """``<CRD> (removes <versions>): <reason>`` for each CRD release N+1 removes versions from without proof.
+
+    Proof is a migration record that is valid for the live CRD (same storage version and generation,
+    every listed object accounted for, no failure) and ``storedVersions == [storage]``; a CRD without
+    objects needs no record.
+    """
+    out = []
+    for crd in crds or []:
+        removed = list(crd.get("removed_versions") or [])
+        if not crd.get("target_found") or not removed:
+            continue
+        why = _doubt(crd)
+        if why:
+            out.append("%s (removes %s): %s" % (crd.get("name"), ",".join(removed), why))
+    return out
+
+
+def crd_upgrade_client_summary(crds):
+    """One line per CRD of crd_client_check's ``crds``."""
+    out = []
+    for crd in crds or []:
+        line = "%s: %d objects listed, %d checked, %d applies and %d probes" % (
+            crd.get("name"), crd.get("listed", 0), crd.get("checked_objects", 0), crd.get("applies", 0),
+            crd.get("probes", 0))
+        if crd.get("managers"):
+            line += " (managers %s)" % ", ".join(crd["managers"])
+        if not crd.get("ok", True):
+            line += ", FAILED: %d failed, %d objects with entries at removed versions" % (
+                crd.get("failed", 0), crd.get("stale_objects", 0))
+        out.append(line)
+    return out
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "crd_upgrade_refusals": crd_upgrade_refusals,
+            "crd_upgrade_leftovers": crd_upgrade_leftovers,
+            "crd_upgrade_doubts": crd_upgrade_doubts,
+            "crd_upgrade_client_summary": crd_upgrade_client_summary,
+        }

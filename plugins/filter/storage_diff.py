@@ -1,0 +1,69 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Filters that turn crd_storage_info's ``storage_diff`` results into the role's plan lines and its gate.
+
+``crds | crdops.migration.storage_diff_pruning`` -> CRDs whose re-store would delete stored fields
+``crds | crdops.migration.storage_diff_lines`` -> one readable line per CRD (what it adds/removes/changes)
+``pruning | crdops.migration.storage_diff_pruning_message(cluster)`` -> the gate's failure message
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+
+def _paths(counts: Dict[str, int], sampled: int) -> str:
+    return ", ".join("%s (%d of %d)" % (p, n, sampled) for p, n in sorted(counts.items()))
+
+
+def storage_diff_pruning(crds: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """CRDs whose sample has fields the re-store would delete for good."""
+    out = []
+    for crd in crds or []:
+        diff = crd.get("storage_diff") or {}
+        if diff.get("checked") and diff.get("removed"):
+            out.append({"name": crd.get("name"), "removed": dict(diff["removed"]),
+                        "compared": diff.get("compared", 0), "keys": diff.get("keys", 0),
+                        "examples": {p: (diff.get("examples") or {}).get(p, []) for p in diff["removed"]}})
+    return out
+
+
+def storage_diff_lines(crds: List[Dict[str, Any]]) -> List[str]:
+    lines = []
+    for crd in crds or []:
+        diff = crd.get("storage_diff") or {}
+        if not diff.get("checked"):
+            lines.append("%s: stored values not checked (%s)" % (crd.get("name"), diff.get("reason") or "no result"))
+            continue
+        head = "%s: %d of %d stored objects compared at %s, %d would change beyond apiVersion" % (
+            crd.get("name"), diff.get("compared", 0), diff.get("keys", 0), diff.get("storage_version"),
+            diff.get("would_change", 0))
+        if diff.get("view") == "get":
+            head += " (read with GET, no patch permission: defaults of the storage version may be missing)"
+        parts = [head]
+        for what, verb in (("added", "adds (defaults persisted)"), ("removed", "removes for good"),
+                           ("changed", "changes")):
+            if diff.get(what):
+                parts.append("%s %s" % (verb, _paths(diff[what], diff.get("compared", 0))))
+        if diff.get("skipped"):
+            parts.append("skipped %s" % ", ".join("%s: %d" % kv for kv in sorted(diff["skipped"].items())))
+        lines.append("; ".join(parts))
+    return lines
+
+
+def storage_diff_pruning_message(pruning: List[Dict[str, Any]], cluster: str) -> str:
+    items = []
+    for c in pruning or []:
+        example = next((e for p in sorted(c["examples"]) for e in c["examples"][p]), None)
+        items.append("%s: %s%s" % (c["name"], _paths(c["removed"], c["compared"]),
+                                   " (e.g. %s)" % example if example else ""))
+    return ("cluster %s: the re-store would delete stored fields that the storage version's schema no longer "
+            "has, and a rollback could not bring them back: %s. Nothing was written. Set "
+            "crd_upgrade_accept_pruning: true to accept the loss." % (cluster, "; ".join(items)))
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"storage_diff_pruning": storage_diff_pruning, "storage_diff_lines": storage_diff_lines,
+                "storage_diff_pruning_message": storage_diff_pruning_message}

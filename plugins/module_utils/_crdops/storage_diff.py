@@ -1,0 +1,217 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# PRIVATE: for internal use by crdops.migration only; may change in any release
+"""What the re-store will change in the stored bytes, beyond apiVersion - seen only from etcd.
+
+The apiserver prunes unknown fields and applies the structural defaults of a version already when it
+*reads* an object from etcd (k8s.io/apiextensions-apiserver v0.37.2, pkg/apiserver/customresource_handler.go,
+crdConversionRESTOptionsGetter.GetRESTOptions: the storage codec decodes through a schemaCoercingDecoder
+that prunes with the stored version's schema, a schemaCoercingConverter that prunes again after conversion,
+and an unstructuredDefaulter), so a GET and a dry-run of the no-op write both show the object as it will be
+written, and neither shows what is lost. The re-store then persists exactly that view: defaults become
+stored data, and pruned fields are deleted for good - a rollback to the previous release cannot get them
+back. Comparing the raw value in etcd with the API's answer for the same object (the same resourceVersion,
+i.e. the same bytes) shows the difference field by field.
+
+The API's answer is the response to the re-store itself sent with ``dryRun=All`` (nothing is persisted):
+that is exactly what the write would store. A plain GET is not: reading an object stored at an older
+version applies the defaults of the version it is stored at, and the storage version's own defaults are
+applied only when the write decodes the patched object (measured on 1.37.2: a default added to the new
+storage version's schema shows in the dry-run, not in the GET). Without the ``patch`` permission the
+comparison falls back to GET and says so (``view: get``).
+
+Objects stored at another version: with conversion ``None`` only apiVersion differs after conversion,
+so they are compared with the API's view at the storage version. With a conversion webhook, renamed
+fields would look like removed + added ones, so they are compared with the API's view at the version
+they are stored at (what reading alone already drops or adds); when that version is no longer served
+they are skipped and counted as such.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from .crd import Crd
+from .errors import CrdOpsError
+from .etcd_scan import EtcdSampler, RawValue, encoding_of, resource_prefix
+from .field_paths import count_into, diff_values
+from .transport import MERGE_PATCH, Transport, error_from_response, is_admission_rejection
+
+DEFAULT_SAMPLE = 20
+MAX_EXAMPLES = 3
+NO_ETCD_REASON = ("no etcd_url: the values stored in etcd were not read, so the fields the re-store would "
+                  "persist (defaults) or delete (pruned by the schema) could not be checked")
+
+
+VIEW_DRY_RUN = "dry-run"  # the no-op write with dryRun=All: what the re-store would store
+VIEW_GET = "get"  # fallback without patch permission: misses the storage version's defaults on old objects
+
+
+@dataclass
+class StorageDiff:
+    storage_version: str
+    view: str = VIEW_DRY_RUN
+    revision: int = 0
+    keys: int = 0
+    sampled: int = 0
+    compared: int = 0
+    would_change: int = 0
+    at_other_version: int = 0
+    compared_at_stored_version: int = 0
+    skipped: Dict[str, int] = field(default_factory=dict)
+    added: Dict[str, int] = field(default_factory=dict)
+    removed: Dict[str, int] = field(default_factory=dict)
+    changed: Dict[str, int] = field(default_factory=dict)
+    examples: Dict[str, List[str]] = field(default_factory=dict)
+
+    def skip(self, why: str) -> None:
+        self.skipped[why] = self.skipped.get(why, 0) + 1
+
+    def as_dict(self) -> Dict[str, Any]:
+        out = {"checked": True, "reason": None}
+        out.update({k: (dict(v) if isinstance(v, dict) else v) for k, v in self.__dict__.items()})
+        return out
+
+
+def not_checked(reason: str) -> Dict[str, Any]:
+    return {"checked": False, "reason": reason}
+
+
+def object_ref(crd: Crd, prefix: str, key: str) -> Tuple[Optional[str], str]:
+    """(namespace, name) from ``<prefix><ns>/<name>`` or ``<prefix><name>``."""
+    rest = key[len(prefix):]
+    if crd.namespaced and "/" in rest:
+        ns, name = rest.split("/", 1)
+        return ns, name
+    return None, rest
+
+
+def _read_version(crd: Crd, stored_version: str) -> Optional[str]:
+    """The version to ask the API for (see the module docstring), or None when it cannot be compared."""
+    if stored_version == crd.storage_version or crd.conversion_strategy != "Webhook":
+        return crd.storage_version
+    return stored_version if stored_version in crd.served_versions else None
+
+
+class _Rejected(Exception):
+    """Admission refused the dry-run of this object's write (the preflight reports that with its message)."""
+
+
+def _dry_run(transport: Transport, crd: Crd, ns: Optional[str], name: str, diff: StorageDiff):
+    resp = transport.request("PATCH", crd.resource_path(crd.storage_version, ns, name), query=[("dryRun", "All")],
+                             body=b"{}", content_type=MERGE_PATCH)
+    if resp.status == 403 and not is_admission_rejection(resp.api_message()):
+        diff.view = VIEW_GET  # no patch permission (read-only audit credentials): fall back, say so
+        return None
+    if resp.status in (400, 403, 422) and is_admission_rejection(resp.api_message()):
+        raise _Rejected()
+    return resp
+
+
+def _api_view(transport: Transport, crd: Crd, version: str, ns: Optional[str], name: str,
+              diff: StorageDiff) -> Optional[dict]:
+    resp = None
+    if diff.view == VIEW_DRY_RUN and version == crd.storage_version:
+        resp = _dry_run(transport, crd, ns, name, diff)
+    if resp is None:
+        resp = transport.request("GET", crd.resource_path(version, ns, name))
+    if resp.status == 404 and (resp.status_body().get("details") or {}).get("name") == name:
+        return None  # deleted since etcd was read
+    if not resp.ok:
+        raise error_from_response(resp, "reading the object at %s (storage diff)" % version,
+                                  cluster=transport.cluster_label, crd=crd.name,
+                                  obj="%s/%s" % (ns, name) if ns else name)
+    return resp.json()
+
+
+def _same_revision(view: dict, raw: RawValue) -> bool:
+    return str((view.get("metadata") or {}).get("resourceVersion")) == str(raw.mod_revision)
+
+
+def _pair(transport: Transport, sampler: EtcdSampler, crd: Crd, raw: RawValue, ns: Optional[str],
+          name: str, diff: StorageDiff) -> Optional[Tuple[dict, dict, str]]:
+    """(stored, served, stored version) of one object at one resourceVersion, or None (counted as skipped)."""
+    for _attempt in range(2):  # the object may be written between the two reads: read etcd once more
+        encoding = encoding_of(raw.value)
+        if "/" not in encoding:
+            diff.skip("not_json" if encoding != "<encrypted>" else "encrypted")
+            return None
+        stored_version = encoding.rsplit("/", 1)[1]
+        version = _read_version(crd, stored_version)
+        if version is None:
+            diff.skip("webhook_version_not_served")
+            return None
+        try:
+            view = _api_view(transport, crd, version, ns, name, diff)
+        except _Rejected:
+            diff.skip("dry_run_rejected")
+            return None
+        if view is None:
+            diff.skip("gone")
+            return None
+        if _same_revision(view, raw):
+            return json.loads(raw.value), view, stored_version
+        again = sampler.get(raw.key)
+        if again is None:
+            diff.skip("gone")
+            return None
+        raw = again
+    diff.skip("changed_meanwhile")
+    return None
+
+
+def _compare(diff: StorageDiff, crd: Crd, stored: dict, served: dict, stored_version: str, label: str) -> None:
+    added, removed, changed = diff_values(stored, served)
+    diff.compared += 1
+    if stored_version != crd.storage_version:
+        diff.at_other_version += 1
+        if crd.conversion_strategy == "Webhook":
+            diff.compared_at_stored_version += 1
+    if added or removed or changed:
+        diff.would_change += 1
+    for counts, paths in ((diff.added, added), (diff.removed, removed), (diff.changed, changed)):
+        count_into(counts, paths)
+        for p in sorted(paths):
+            names = diff.examples.setdefault(p, [])
+            if len(names) < MAX_EXAMPLES:
+                names.append(label)
+
+
+def diff_crd(transport: Transport, sampler: EtcdSampler, crd: Crd, etcd_prefix: str,
+             sample: int = DEFAULT_SAMPLE) -> StorageDiff:
+    """Compare the first ``sample`` objects (etcd key order) of one CRD with the API's view of them."""
+    storage = crd.storage_version
+    if storage is None:
+        raise CrdOpsError("the CRD has no storage version", cluster=transport.cluster_label, crd=crd.name)
+    diff = StorageDiff(storage_version=storage)
+    prefix = resource_prefix(etcd_prefix, crd.group, crd.plural)
+    try:
+        diff.keys = sampler.count(prefix)
+        diff.revision, values = sampler.sample(prefix, sample)
+        for raw in values:
+            ns, name = object_ref(crd, prefix, raw.key)
+            label = "%s/%s" % (ns, name) if ns else name
+            diff.sampled += 1
+            pair = _pair(transport, sampler, crd, raw, ns, name, diff)
+            if pair is not None:
+                _compare(diff, crd, pair[0], pair[1], pair[2], label)
+    except CrdOpsError as exc:
+        raise exc.with_context(cluster=transport.cluster_label, crd=crd.name)
+    return diff
+
+
+def storage_diff_of(transport: Transport, sampler: Optional[EtcdSampler], crd: Crd, etcd_prefix: str,
+                    sample: int) -> Dict[str, Any]:
+    """The ``storage_diff`` result of one CRD; says why when it was not checked (never silently absent)."""
+    if sampler is None:
+        return not_checked(NO_ETCD_REASON)
+    if sample <= 0:
+        return not_checked("diff_sample is 0: no stored object was compared")
+    if crd.storage_version not in crd.served_versions:
+        return not_checked("the storage version %s is not served: the API cannot show the objects at it"
+                           % crd.storage_version)
+    return diff_crd(transport, sampler, crd, etcd_prefix, sample).as_dict()

@@ -1,0 +1,57 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+from __future__ import annotations
+
+from ansible_collections.crdops.migration.plugins.filter.crd_upgrade import (
+    FilterModule, crd_upgrade_client_summary, crd_upgrade_doubts, crd_upgrade_leftovers, crd_upgrade_refusals)
+
+
+def crd(name="w.example.com", removed=("v1alpha1",), stored=("v1beta1",), valid=True, count=5, target=True,
+        reason="valid: complete pass"):
+    return {"name": name, "target_found": target, "removed_versions": list(removed), "blocked_removals": [],
+            "storage_version": "v1beta1", "stored_versions": list(stored), "object_count": count,
+            "migration_record": {"valid": valid, "reason": reason, "present": valid}}
+
+
+def test_refusals_name_the_crd_and_strip_the_prefix():
+    docs = [{"metadata": {"name": "a.x"}}, {"metadata": {"name": "b.x"}}]
+    answers = [{"changed": False}, {"error": {"msg": "Failed to apply object: " + "x" * 600}}]
+    [line] = crd_upgrade_refusals(docs, answers)
+    assert line.startswith("b.x: xxx") and len(line) == len("b.x: ") + 500 and line.endswith("...")
+    assert crd_upgrade_refusals(docs, [{}]) == []  # fewer answers than docs: nothing invented
+
+
+def test_leftovers():
+    assert crd_upgrade_leftovers([crd(removed=())]) == []
+    assert crd_upgrade_leftovers([crd(removed=("v1alpha1",))]) == ["w.example.com still has v1alpha1"]
+    assert crd_upgrade_leftovers([crd(removed=(), target=False)]) == ["w.example.com still has no release N+1 manifest"]
+
+
+def test_doubts_need_a_valid_record_and_trimmed_stored_versions():
+    assert crd_upgrade_doubts([crd()]) == []
+    assert crd_upgrade_doubts([crd(removed=(), valid=False)]) == []  # removes nothing: no gate
+    assert crd_upgrade_doubts([crd(target=False, valid=False)]) == []  # not in release N+1
+    [untrimmed] = crd_upgrade_doubts([crd(stored=("v1alpha1", "v1beta1"))])
+    assert untrimmed == ("w.example.com (removes v1alpha1): status.storedVersions is ['v1alpha1', 'v1beta1'], "
+                         "not [v1beta1]")
+    [stale] = crd_upgrade_doubts([crd(valid=False, reason="stale: record is for CRD generation 3")])
+    assert stale == ("w.example.com (removes v1alpha1): no valid migration record "
+                     "(stale: record is for CRD generation 3) for its 5 objects")
+    assert "unknown number of objects" in crd_upgrade_doubts([crd(valid=False, count=None)])[0]
+    assert crd_upgrade_doubts([crd(valid=False, count=0)]) == []  # no object, nothing to prove
+
+
+def test_client_summary():
+    ok = {"name": "a", "listed": 60, "checked_objects": 10, "applies": 20, "probes": 0, "managers": ["x", "y"],
+          "ok": True}
+    bad = dict(ok, name="b", ok=False, failed=2, stale_objects=60)
+    assert crd_upgrade_client_summary([ok, bad]) == [
+        "a: 60 objects listed, 10 checked, 20 applies and 0 probes (managers x, y)",
+        "b: 60 objects listed, 10 checked, 20 applies and 0 probes (managers x, y), FAILED: 2 failed, "
+        "60 objects with entries at removed versions"]
+
+
+def test_filter_names():
+    assert sorted(FilterModule().filters()) == ["crd_upgrade_client_summary", "crd_upgrade_doubts",
+                                                "crd_upgrade_leftovers", "crd_upgrade_refusals"]

@@ -1,0 +1,45 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The role's storage-diff gate and plan lines (plugins/filter/storage_diff.py)."""
+
+from __future__ import annotations
+
+from ansible_collections.crdops.migration.plugins.filter.storage_diff import (
+    FilterModule, storage_diff_lines, storage_diff_pruning, storage_diff_pruning_message)
+
+CHECKED = {"name": "widgets.example.com", "storage_diff": {
+    "checked": True, "storage_version": "v2", "keys": 40, "sampled": 20, "compared": 20, "would_change": 20,
+    "added": {".status.conditions": 20}, "removed": {".spec.legacy": 7, ".spec.items[].old": 2}, "changed": {},
+    "skipped": {"gone": 1}, "examples": {".spec.legacy": ["ns/a", "ns/b"], ".spec.items[].old": ["ns/c"]}}}
+DEFAULTS_ONLY = {"name": "gateways.gateway.networking.k8s.io", "storage_diff": {
+    "checked": True, "storage_version": "v1", "keys": 2, "sampled": 2, "compared": 2, "would_change": 2,
+    "added": {".status.conditions": 2}, "removed": {}, "changed": {}, "skipped": {}, "examples": {}}}
+UNCHECKED = {"name": "x.example.com", "storage_diff": {"checked": False, "reason": "no etcd_url: not read"}}
+
+
+def test_only_crds_that_lose_fields_are_pruning():
+    out = storage_diff_pruning([CHECKED, DEFAULTS_ONLY, UNCHECKED])
+    assert out == [{"name": "widgets.example.com", "removed": {".spec.legacy": 7, ".spec.items[].old": 2},
+                    "compared": 20, "keys": 40,
+                    "examples": {".spec.legacy": ["ns/a", "ns/b"], ".spec.items[].old": ["ns/c"]}}]
+
+
+def test_the_gate_message_names_cluster_crd_paths_counts_and_the_variable():
+    msg = storage_diff_pruning_message(storage_diff_pruning([CHECKED]), "prod-eu-1")
+    assert msg.startswith("cluster prod-eu-1: the re-store would delete stored fields")
+    assert "widgets.example.com: .spec.items[].old (2 of 20), .spec.legacy (7 of 20) (e.g. ns/c)" in msg
+    assert "crd_upgrade_accept_pruning: true" in msg and "Nothing was written" in msg
+
+
+def test_plan_lines_say_what_is_added_removed_and_what_was_not_checked():
+    lines = storage_diff_lines([DEFAULTS_ONLY, UNCHECKED])
+    assert lines == [
+        "gateways.gateway.networking.k8s.io: 2 of 2 stored objects compared at v1, 2 would change beyond "
+        "apiVersion; adds (defaults persisted) .status.conditions (2 of 2)",
+        "x.example.com: stored values not checked (no etcd_url: not read)"]
+    assert "skipped gone: 1" in storage_diff_lines([CHECKED])[0]
+
+
+def test_filters_are_registered():
+    assert set(FilterModule().filters()) == {"storage_diff_pruning", "storage_diff_lines", "storage_diff_pruning_message"}
