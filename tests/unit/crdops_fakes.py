@@ -129,7 +129,9 @@ class FakeCluster(object):
         """Identity Leases, the kubernetes EndpointSlice and Events; None for any other path."""
         date = {"Date": formatdate(self.now, usegmt=True)}
         if path.startswith(LEASES) and not (method == "GET" and path.endswith("/leases")):
-            return self._lease(method, path, body, date)
+            answer = self._lease(method, path, body, date)
+            answer.headers.update(date)  # every apiserver answer carries Date (the pass Lease's clock)
+            return answer
         if path == "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases":
             if self.identity_leases is None:
                 return status(403, 'leases.coordination.k8s.io is forbidden: User "x" cannot list resource '

@@ -186,6 +186,7 @@ class PassLease(object):
     def try_acquire(self) -> Optional[Holder]:
         """One attempt: None when we hold the Lease now, else the live holder that keeps us out."""
         resp = self.transport.request("GET", self.path, accept=JSON)
+        now = self._seen(resp)  # before the first write: the renewTime we write is in the apiserver's time
         if resp.status == 404:
             created = self.transport.request("POST", self.collection, body=dumps(self._body(None)),
                                              content_type=JSON, accept=JSON)
@@ -197,7 +198,7 @@ class PassLease(object):
             raise self._error(created, "create")
         if not resp.ok:
             raise self._error(resp, "read")
-        holder = Holder(resp.json() or {}, self._seen(resp))
+        holder = Holder(resp.json() or {}, now)
         if not (holder.expired or holder.identity == self.identity):
             return holder
         taken = self.transport.request("PUT", self.path, body=dumps(self._body(holder)), content_type=JSON,
