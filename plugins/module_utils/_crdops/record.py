@@ -144,7 +144,7 @@ class Checkpoint(object):
     last: str  # key ("ns/name" or "name") of the last object of the last clean page, in list order
     started_at: str
     # the whole pass's counts through ``last`` (every run so far), so that the record of a resumed pass covers the
-    # whole pass; None for a checkpoint written before 1.2.0 (then the resumed objects count as skipped only)
+    # whole pass; None for a checkpoint written by an earlier version (then the resumed objects count as skipped only)
     counts: Optional[Dict[str, int]] = None
 
     def to_annotation(self) -> str:
