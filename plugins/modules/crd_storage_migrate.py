@@ -158,6 +158,25 @@ options:
     elements: str
     default: []
     version_added: 1.1.0
+  # --- one pass per CRD at a time (issue 11) ---
+  lease_namespace:
+    description:
+      - Namespace of the C(coordination.k8s.io/v1) Lease C(crdops-pass-<crd name>) that a pass holds while it writes
+        (renewed every 10 s, duration 30 s, deleted when the pass ends), so that two runs (a rerun, a second AWX job,
+        another controller) never interleave passes over one CRD. Not taken in check mode.
+      - The default V(default) exists in every cluster and holds no control-plane Lock, so the write verbs the Lease
+        needs can be granted by a Role in that one namespace; C(kube-system) would mean granting update on the
+        leader-election Leases of kube-controller-manager and kube-scheduler. See C(docs/rbac.md).
+    type: str
+    default: default
+  lease_wait:
+    description:
+      - Seconds to wait for a Lease held by another run before failing with its holder and last renewal.
+        V(0) fails at once.
+      - A Lease whose holder stopped renewing (killed run) is taken over once C(renewTime + 30 s) is past by the
+        apiserver's clock, so the default V(60) lets a rerun right after a kill proceed.
+    type: float
+    default: 60
 seealso:
   - module: crdops.migration.crd_storage_info
   - module: crdops.migration.crd_stored_versions_trim
@@ -223,6 +242,26 @@ crds:
     objects_per_s: {description: Objects processed per second., type: float, returned: always}
     complete: {description: Every object was processed (the pass was not stopped)., type: bool, returned: always}
     aborted_reason: {description: "Why the pass stopped, naming cluster, CRD, object and the API message.", type: str, returned: always}
+    aborted_kind:
+      description:
+        - Error kind of RV(crds[].aborted_reason) (for example V(conversion_webhook), V(permission), V(connection),
+          V(unexpected) for an exception that is not ours such as a credential plugin failing, V(lease_lost),
+          V(max_failures)); null when the pass was not stopped.
+      type: str
+      returned: always
+    carried:
+      description:
+        - Counts of the earlier runs of a resumed pass, carried by the checkpoint annotation (null when not resumed).
+          The record (RV(crds[].record)) adds them to this run's counts, so it covers the whole pass; the other
+          counts of this entry are this run's.
+      type: dict
+      returned: always
+    lease:
+      description:
+        - The pass Lease (C(namespace), C(name), C(holder), C(waited_s), C(took_over_from), C(renewals), C(lost),
+          C(release_error)); null in check mode.
+      type: dict
+      returned: always
     record: {description: The migration record written., type: dict, returned: always}
     record_written: {description: The record annotation was written., type: bool, returned: always}
     record_error: {description: Why the record could not be written., type: str, returned: always}
@@ -316,7 +355,7 @@ cluster:
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import CrdOpsModule, argument_spec
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.apiservers import (
     BarrierRefusedError, plan_barrier)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError, unexpected
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (
     ProgressFile, RunOptions, RunResult, run_migration, skip_reason)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import validate_record
@@ -364,6 +403,8 @@ def main():
         barrier_fallback=dict(type="str", choices=["fail", "settle"], default="fail"),
         barrier_fallback_settle=dict(type="float", default=30),
         preflight_sample=dict(type="int", default=5),
+        lease_namespace=dict(type="str", default="default"),
+        lease_wait=dict(type="float", default=60),
     )), supports_check_mode=True)
     p = m.params
     run = RunResult()
@@ -376,7 +417,8 @@ def main():
                                check_mode=m.check_mode, write_record=p["write_record"], use_checkpoint=p["resume"],
                                preflight_sample=max(p["preflight_sample"], 0)),
         force=p["force"], require_record=tuple(p["require_record"]),
-        barrier_timeout=p["barrier_timeout"], barrier_settle=p["barrier_settle"])
+        barrier_timeout=p["barrier_timeout"], barrier_settle=p["barrier_settle"],
+        lease_namespace=p["lease_namespace"], lease_wait=max(p["lease_wait"], 0.0))
     try:
         options.restore.validate()
         selection = m.selection()
@@ -396,13 +438,18 @@ def main():
     except CrdOpsError as exc:
         m.fail(exc.with_context(cluster=cluster), changed=run.changed, crds=run.crds, totals=run.totals,
                cluster=cluster, barrier=facts or getattr(exc, "facts", None))
+    except Exception as exc:  # not ours (e.g. a credential plugin): partial results, no traceback, no secrets
+        err = unexpected(exc, "the migration run", cluster=cluster)
+        m.module.fail_json(msg=str(err), error=err.to_dict(), changed=run.changed, crds=run.crds, totals=run.totals,
+                           cluster=cluster, barrier=facts)
     finally:
         transport.close()
     result = dict(changed=run.changed, crds=run.crds, totals=run.totals, cluster=cluster, barrier=facts)
     problems = run.problems()
     if problems:
         msg = "cluster %s: %d CRD(s) not fully migrated: %s" % (cluster, len(problems), "; ".join(problems))
-        m.module.fail_json(msg=msg, **result)
+        kind = next((c.get("aborted_kind") for c in run.crds if c.get("aborted_kind")), None) or "incomplete"
+        m.module.fail_json(msg=msg, error=dict(kind=kind, msg=msg, cluster=cluster), **result)
     m.module.exit_json(**result)
 
 
