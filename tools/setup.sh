@@ -17,6 +17,20 @@ else
   echo "== venv $VENV is ready"
 fi
 
+# HAProxy (Debian package) fronts the HA pair in tests/integration/test_ha_loadbalancer.py.
+if ! command -v haproxy >/dev/null 2>&1 && [[ ! -x /usr/sbin/haproxy ]]; then
+  if [[ "$(id -u)" -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    echo "== installing haproxy (Debian package)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y haproxy >/dev/null \
+      || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y haproxy >/dev/null; }
+  else
+    echo "error: haproxy is missing; install the Debian package as root: apt-get install -y haproxy" >&2
+    exit 1
+  fi
+else
+  echo "== haproxy is installed"
+fi
+
 echo "== control plane binaries"
 "$REPO_ROOT/tests/controlplane/build.sh" "$@"
 

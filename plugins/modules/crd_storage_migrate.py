@@ -149,6 +149,34 @@ options:
     description: Run the pass even when the CRD needs no migration or already carries a valid record.
     type: bool
     default: false
+  require_record:
+    description:
+      - Names of CRDs that must end with a valid migration record. Such a CRD without one gets a full pass (and a record)
+        even when its C(status.storedVersions) already holds only the storage version, because a clean list alone is no
+        proof (it may have been trimmed by hand). The role passes the CRDs that release N+1 removes a version from.
+    type: list
+    elements: str
+    default: []
+    version_added: 1.1.0
+  # --- one pass per CRD at a time (issue 11) ---
+  lease_namespace:
+    description:
+      - Namespace of the C(coordination.k8s.io/v1) Lease C(crdops-pass-<crd name>) that a pass holds while it writes
+        (renewed every 10 s, duration 30 s, deleted when the pass ends), so that two runs (a rerun, a second AWX job,
+        another controller) never interleave passes over one CRD. Not taken in check mode.
+      - The default V(default) exists in every cluster and holds no control-plane Lock, so the write verbs the Lease
+        needs can be granted by a Role in that one namespace; C(kube-system) would mean granting update on the
+        leader-election Leases of kube-controller-manager and kube-scheduler. See C(docs/rbac.md).
+    type: str
+    default: default
+  lease_wait:
+    description:
+      - Seconds to wait for a Lease held by another run before failing with its holder and last renewal.
+        V(0) fails at once.
+      - A Lease whose holder stopped renewing (killed run) is taken over once C(renewTime + 30 s) is past by the
+        apiserver's clock, so the default V(60) lets a rerun right after a kill proceed.
+    type: float
+    default: 60
   # --- supervision (issue 11) ---
   progress_interval:
     description:
@@ -237,6 +265,26 @@ crds:
     objects_per_s: {description: Objects processed per second., type: float, returned: always}
     complete: {description: Every object was processed (the pass was not stopped)., type: bool, returned: always}
     aborted_reason: {description: "Why the pass stopped, naming cluster, CRD, object and the API message.", type: str, returned: always}
+    aborted_kind:
+      description:
+        - Error kind of RV(crds[].aborted_reason) (for example V(conversion_webhook), V(permission), V(connection),
+          V(unexpected) for an exception that is not ours such as a credential plugin failing, V(lease_lost),
+          V(max_failures)); null when the pass was not stopped.
+      type: str
+      returned: always
+    carried:
+      description:
+        - Counts of the earlier runs of a resumed pass, carried by the checkpoint annotation (null when not resumed).
+          The record (RV(crds[].record)) adds them to this run's counts, so it covers the whole pass; the other
+          counts of this entry are this run's.
+      type: dict
+      returned: always
+    lease:
+      description:
+        - The pass Lease (C(namespace), C(name), C(holder), C(waited_s), C(took_over_from), C(renewals), C(lost),
+          C(release_error)); null in check mode.
+      type: dict
+      returned: always
     record: {description: The migration record written., type: dict, returned: always}
     record_written: {description: The record annotation was written., type: bool, returned: always}
     record_error: {description: Why the record could not be written., type: str, returned: always}
@@ -333,7 +381,7 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue impo
     CrdOpsModule, argument_spec, connect_from, failure, selection_from)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.apiservers import (
     BarrierRefusedError, plan_barrier)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError, unexpected
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (
     ProgressFile, RunOptions, RunResult, run_migration, skip_reason)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import validate_record
@@ -345,7 +393,8 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.stop impo
 def plan_barrier_for(transport, crds, p, check_mode, warn):
     """(plan, facts for the result): plan is None when no CRD will get a pass or in check mode when the real
     run would be refused; check mode writes nothing, so it reports the refusal (and warns) instead of failing."""
-    if not any(skip_reason(crd, p["force"], validate_record(crd).ok) is None for crd in crds):
+    if not any(skip_reason(crd, p["force"], validate_record(crd).ok, crd.name in p["require_record"]) is None
+               for crd in crds):
         return None, None
     try:
         plan = plan_barrier(
@@ -374,12 +423,15 @@ OPTIONS = dict(
     write_record=dict(type="bool", default=True),
     resume=dict(type="bool", default=True),
     force=dict(type="bool", default=False),
+    require_record=dict(type="list", elements="str", default=[]),
     apiserver_endpoints=dict(type="list", elements="str", default=[]),
     barrier_timeout=dict(type="float", default=60),
     barrier_settle=dict(type="float", default=0),
     barrier_fallback=dict(type="str", choices=["fail", "settle"], default="fail"),
     barrier_fallback_settle=dict(type="float", default=30),
     preflight_sample=dict(type="int", default=5),
+    lease_namespace=dict(type="str", default="default"),
+    lease_wait=dict(type="float", default=60),
     # --- supervision (issue 11): used by the controller-side action plugin, ignored by the module itself ---
     progress_interval=dict(type="float", default=10),
     run_on_controller=dict(type="str", choices=["auto", "never"], default="auto"),
@@ -401,7 +453,9 @@ def migrate(params, check_mode, warn, stop=None, follower=None):
         restore=RestoreOptions(page_size=p["page_size"], workers=p["workers"], max_failures=p["max_failures"],
                                check_mode=check_mode, write_record=p["write_record"], use_checkpoint=p["resume"],
                                preflight_sample=max(p["preflight_sample"], 0)),
-        force=p["force"], barrier_timeout=p["barrier_timeout"], barrier_settle=p["barrier_settle"], stop=stop)
+        force=p["force"], require_record=tuple(p["require_record"]),
+        barrier_timeout=p["barrier_timeout"], barrier_settle=p["barrier_settle"],
+        lease_namespace=p["lease_namespace"], lease_wait=max(p["lease_wait"], 0.0), stop=stop)
     try:
         options.restore.validate()
         selection = selection_from(p)
@@ -424,13 +478,18 @@ def migrate(params, check_mode, warn, stop=None, follower=None):
     except CrdOpsError as exc:
         return failure(exc.with_context(cluster=cluster), changed=run.changed, crds=run.crds, totals=run.totals,
                        cluster=cluster, barrier=facts or getattr(exc, "facts", None), exception=traceback.format_exc())
+    except Exception as exc:  # not ours (e.g. a credential plugin): partial results, no traceback, no secrets
+        err = unexpected(exc, "the migration run", cluster=cluster)
+        return dict(failed=True, msg=str(err), error=err.to_dict(), changed=run.changed, crds=run.crds,
+                    totals=run.totals, cluster=cluster, barrier=facts)
     finally:
         transport.close()
     result = dict(changed=run.changed, crds=run.crds, totals=run.totals, cluster=cluster, barrier=facts)
     problems = run.problems()
     if problems:
-        result.update(failed=True, msg="cluster %s: %d CRD(s) not fully migrated: %s" % (
-            cluster, len(problems), "; ".join(problems)))
+        msg = "cluster %s: %d CRD(s) not fully migrated: %s" % (cluster, len(problems), "; ".join(problems))
+        kind = next((c.get("aborted_kind") for c in run.crds if c.get("aborted_kind")), None) or "incomplete"
+        result.update(failed=True, msg=msg, error=dict(kind=kind, msg=msg, cluster=cluster))
     return result
 
 

@@ -21,6 +21,9 @@ description:
     really re-encoded. For self-managed clusters whose etcd the controller can reach.
   - Read-only; never writes to the cluster or to etcd.
   - Objects encrypted at rest (C(k8s:enc:) prefix) cannot be decoded and are reported as C(<encrypted>).
+  - Zero keys never verify a CRD whose objects the API lists - a wrong O(etcd_prefix) would read nothing and pass. The
+    module then fails (whatever O(fail_on_mismatch) says) naming the prefix tried and, when it finds the CRD's keys
+    under another top-level prefix of etcd (C(/kubernetes.io) on OpenShift), that prefix.
 extends_documentation_fragment:
   - crdops.migration._auth
   - crdops.migration._selection
@@ -83,7 +86,24 @@ crds:
     counts: {description: Keys per stored apiVersion., type: dict, returned: always, sample: {"example.com/v1beta1": 500}}
     mismatched: {description: Keys not at the expected apiVersion., type: int, returned: always}
     mismatched_keys: {description: Up to 20 such keys., type: list, elements: str, returned: always}
-    verified: {description: Every key is at the expected apiVersion., type: bool, returned: always}
+    verified:
+      description:
+        - Every key is at the expected apiVersion. False when etcd holds no key of the CRD while the API lists
+          objects (see RV(crds[].problem)).
+      type: bool
+      returned: always
+    prefix: {description: The key prefix read (C(<etcd_prefix>/<group>/<plural>/))., type: str, returned: always}
+    api_objects:
+      description: Objects the API lists, asked only when etcd held no key (null otherwise, or when the API does not say).
+      type: int
+      returned: always
+    problem:
+      description:
+        - Why the scan proves nothing - no key under the prefix while the API lists objects - naming the prefix tried and
+          the top-level prefix where the CRD's keys are (OpenShift stores under C(/kubernetes.io)). The module then fails
+          even with O(fail_on_mismatch=false).
+      type: str
+      returned: always
     revision: {description: etcd revision of the snapshot that was read., type: int, returned: always}
 verified:
   description: Every selected CRD verified.
@@ -95,6 +115,7 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue impo
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import (
     HAS_URLLIB3, URLLIB3_IMPORT_ERROR, EtcdOptions, EtcdReader)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.listing import count_objects
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import select_crds
 
 
@@ -122,6 +143,10 @@ def main():
     try:
         for crd in select_crds(transport, selection):
             scan = reader.scan(crd.name, crd.group, crd.plural, "%s/%s" % (crd.group, crd.storage_version))
+            if scan.total == 0:  # nothing in etcd: only right when the API lists nothing either
+                api_objects = count_objects(transport, crd)
+                if api_objects != 0:
+                    reader.explain_no_keys(scan, crd.group, crd.plural, api_objects)
             result["crds"].append(scan.as_dict())
     except CrdOpsError as exc:
         m.fail(exc.with_context(cluster=transport.cluster_label), **result)
@@ -130,6 +155,10 @@ def main():
         transport.close()
     bad = [c for c in result["crds"] if not c["verified"]]
     result["verified"] = not bad
+    blind = [c for c in bad if c["problem"]]
+    if blind:  # not a mismatch but a scan that saw nothing: fails even with fail_on_mismatch=false
+        m.module.fail_json(msg="cluster %s: CRD %s: %s" % (transport.cluster_label, blind[0]["name"], blind[0]["problem"]),
+                           error=dict(kind="etcd_prefix", msg=blind[0]["problem"]), **result)
     if bad and p["fail_on_mismatch"]:
         first = bad[0]
         m.module.fail_json(msg="cluster %s: CRD %s: %d of %d keys in etcd are not stored at %s (for example %s)"

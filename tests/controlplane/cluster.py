@@ -17,6 +17,8 @@ from pathlib import Path
 import yaml
 
 from .binaries import Binaries, find_binaries
+from .delay_proxy import DelayProxy
+from .haproxy import HAProxy
 from .pki import Pki, ensure_pki
 from .processes import ManagedProcess, free_port
 
@@ -183,6 +185,10 @@ class Cluster:
     apiservers: list[KubeAPIServer]
     pki: Pki
     kubeconfig: Path = field(init=False)
+    # HA pair with a lagging member: the second apiserver's link to etcd (see delay_proxy.py)
+    etcd_link: DelayProxy | None = None
+    # HAProxy in front of the apiservers (front_with_haproxy); its kubeconfig context is `lb_context`
+    load_balancer: HAProxy | None = None
 
     def __post_init__(self) -> None:
         self.kubeconfig = self.folder / "kubeconfig"
@@ -203,13 +209,20 @@ class Cluster:
     def etcd_url(self) -> str:
         return self.etcd.url
 
+    @property
+    def lb_context(self) -> str:
+        return f"{self.name}-lb"
+
     def contexts(self) -> list[str]:
         if len(self.apiservers) == 1:
             return [self.name]
         return [f"{self.name}-{i}" for i in range(len(self.apiservers))]
 
     def kubeconfig_entries(self) -> list[tuple[dict, dict, dict]]:
-        return [kubeconfig_entry(ctx, kas.url, self.pki) for ctx, kas in zip(self.contexts(), self.apiservers)]
+        entries = [kubeconfig_entry(ctx, kas.url, self.pki) for ctx, kas in zip(self.contexts(), self.apiservers)]
+        if self.load_balancer:
+            entries.append(kubeconfig_entry(self.lb_context, self.load_balancer.url, self.pki))
+        return entries
 
     def api_client(self, context: str | None = None):
         """A `kubernetes` ApiClient as admin (system:masters), for test setup and assertions."""
@@ -224,8 +237,12 @@ class Cluster:
         return [self.etcd.client_port] + [k.port for k in self.apiservers]
 
     def stop(self) -> None:
+        if self.load_balancer:
+            self.load_balancer.stop()
         for kas in self.apiservers:
             kas.stop()
+        if self.etcd_link:
+            self.etcd_link.stop()
         self.etcd.stop()
 
     def describe(self) -> dict:
@@ -235,16 +252,18 @@ class Cluster:
 
 
 def _launch(name: str, folder: Path, binaries: Binaries, apiservers: int, detached: bool,
-            extra_args: tuple[str, ...]) -> Cluster:
+            extra_args: tuple[str, ...], lagging_member: bool = False) -> Cluster:
     folder.mkdir(parents=True, exist_ok=True)
     addresses = [f"127.0.0.{i + 1}" for i in range(apiservers)]
     pki = ensure_pki(folder / "pki", extra_ips=tuple(addresses[1:]))
     etcd = Etcd(binaries, folder, detached).start()
-    kas_list = [KubeAPIServer(binaries, pki, etcd.url, folder, name, address=addr,
-                              hostname=f"{name}-kas-{i}" if apiservers > 1 else None,
+    # the last apiserver reaches etcd through a delaying proxy (pass-through until etcd_link.lag(s))
+    link = DelayProxy("127.0.0.1", etcd.client_port).start() if lagging_member else None
+    kas_list = [KubeAPIServer(binaries, pki, link.url if link and i == apiservers - 1 else etcd.url, folder, name,
+                              address=addr, hostname=f"{name}-kas-{i}" if apiservers > 1 else None,
                               detached=detached, extra_args=extra_args)
                 for i, addr in enumerate(addresses)]
-    cluster = Cluster(name, folder, etcd, kas_list, pki)
+    cluster = Cluster(name, folder, etcd, kas_list, pki, etcd_link=link)
     try:
         etcd.wait_ready()
         for kas in kas_list:
@@ -264,9 +283,24 @@ def start_cluster(name: str, folder: Path, binaries: Binaries | None = None, det
 
 
 def start_ha_pair(name: str, folder: Path, binaries: Binaries | None = None, detached: bool = False,
-                  extra_args: tuple[str, ...] = ()) -> Cluster:
-    """Two apiservers (127.0.0.1 and 127.0.0.2, distinct hostnames) on one etcd and prefix."""
-    return _launch(name, Path(folder), binaries or find_binaries(), 2, detached, extra_args)
+                  extra_args: tuple[str, ...] = (), lagging_member: bool = False) -> Cluster:
+    """Two apiservers (127.0.0.1 and 127.0.0.2, distinct hostnames) on one etcd and prefix.
+
+    `lagging_member`: the second one reaches etcd through a DelayProxy (`cluster.etcd_link`), which
+    passes bytes through until `cluster.etcd_link.lag(seconds)`; then that apiserver learns every change
+    (a CRD's new storage version among them) `seconds` late."""
+    return _launch(name, Path(folder), binaries or find_binaries(), 2, detached, extra_args, lagging_member)
+
+
+def front_with_haproxy(cluster: Cluster) -> HAProxy:
+    """Start HAProxy (TCP, round-robin, TLS passthrough) in front of every apiserver of `cluster`.
+
+    The kubeconfig gains the context `cluster.lb_context` whose server is the frontend
+    (https://127.0.0.1:<port>, covered by the serving cert's SANs); the other contexts stay as they were."""
+    backends = [(kas.address, kas.port) for kas in cluster.apiservers]
+    cluster.load_balancer = HAProxy(cluster.folder / "haproxy", backends).start()
+    write_kubeconfig(cluster.kubeconfig, cluster.kubeconfig_entries())
+    return cluster.load_balancer
 
 
 HAPair = Cluster

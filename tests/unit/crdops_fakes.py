@@ -20,6 +20,7 @@ from email.utils import formatdate
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.transport import ApiResponse
 
 CRD_PREFIX = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/"
 
 
 def resp(status, body=None, headers=None):
@@ -79,6 +80,7 @@ class FakeCluster(object):
         self.endpoints_by_url = {}  # url -> transport for_endpoint() hands out (default: this fake itself)
         self.now = 1796099600.0  # the fake apiserver's wall clock (HTTP Date header)
         self.events = []  # bodies of posted core/v1 Events
+        self.leases = {}  # (namespace, name) -> coordination.k8s.io/v1 Lease (pass leases, pass_lease.py)
 
     # -- setup -----------------------------------------------------------------
     def next_rv(self):
@@ -126,6 +128,10 @@ class FakeCluster(object):
     def _control_plane(self, method, path, body):
         """Identity Leases, the kubernetes EndpointSlice and Events; None for any other path."""
         date = {"Date": formatdate(self.now, usegmt=True)}
+        if path.startswith(LEASES) and not (method == "GET" and path.endswith("/leases")):
+            answer = self._lease(method, path, body, date)
+            answer.headers.update(date)  # every apiserver answer carries Date (the pass Lease's clock)
+            return answer
         if path == "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases":
             if self.identity_leases is None:
                 return status(403, 'leases.coordination.k8s.io is forbidden: User "x" cannot list resource '
@@ -143,6 +149,37 @@ class FakeCluster(object):
             self.events.append(json.loads(body))
             return resp(201, self.events[-1], date)
         return None
+
+    def _lease(self, method, path, body, date):
+        """Named Leases with create (409 AlreadyExists), GET, PUT and DELETE (resourceVersion preconditions)."""
+        ns, _leases, name = (path[len(LEASES):].split("/") + [""])[:3]
+        if not name:  # POST to the collection
+            obj = json.loads(body)
+            key = (ns, obj["metadata"]["name"])
+            if key in self.leases:
+                return status(409, 'leases.coordination.k8s.io "%s" already exists' % key[1], "AlreadyExists")
+            obj["metadata"]["resourceVersion"] = self.next_rv()
+            self.leases[key] = obj
+            return resp(201, obj, date)
+        cur = self.leases.get((ns, name))
+        if cur is None:
+            return status(404, 'leases.coordination.k8s.io "%s" not found' % name, "NotFound",
+                          details={"name": name, "group": "coordination.k8s.io", "kind": "leases"})
+        if method == "GET":
+            return resp(200, cur, date)
+        want = ((json.loads(body) if body else {}).get("preconditions") or {}).get("resourceVersion") \
+            if method == "DELETE" else json.loads(body)["metadata"].get("resourceVersion")
+        if want and want != cur["metadata"]["resourceVersion"]:
+            return status(409, 'Operation cannot be fulfilled on leases.coordination.k8s.io "%s": the object has '
+                          'been modified; please apply your changes to the latest version and try again' % name,
+                          "Conflict")
+        if method == "DELETE":
+            del self.leases[(ns, name)]
+            return resp(200, {"kind": "Status", "status": "Success"}, date)
+        obj = json.loads(body)
+        obj["metadata"]["resourceVersion"] = self.next_rv()
+        self.leases[(ns, name)] = obj
+        return resp(200, obj, date)
 
     def _route(self, method, path, q, body, content_type):
         if path.startswith(CRD_PREFIX):

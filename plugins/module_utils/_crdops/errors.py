@@ -138,3 +138,40 @@ class ApiError(CrdOpsError):
     """Any other unexpected API status."""
 
     kind = "api"
+
+
+class UnexpectedError(CrdOpsError):
+    """An exception that is not ours (a credential plugin failing on token refresh, a library bug) raised while a
+    pass runs. It stops the pass like our own fatal errors; its text is scrubbed and never carries a traceback."""
+
+    kind = "unexpected"
+
+
+_SECRET_PATTERNS = None  # compiled on first use
+
+
+def scrub(text: str, limit: int = 300) -> str:
+    """``text`` cut to ``limit`` characters with anything that looks like a credential replaced: bearer tokens,
+    JWTs, ``token=``/``password=`` values and long base64-like runs (a failing exec plugin may echo its output)."""
+    import re
+
+    global _SECRET_PATTERNS
+    if _SECRET_PATTERNS is None:
+        _SECRET_PATTERNS = [
+            re.compile(r"(?i)(bearer|basic)\s+[A-Za-z0-9._~+/=-]+"),
+            re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9._-]+"),
+            re.compile(r"(?i)((?:token|password|passwd|secret|api[_-]?key|client[_-]?key)\W{0,3}[=:]\s*)\S+"),
+            re.compile(r"[A-Za-z0-9+/_=-]{32,}"),
+        ]
+    out = text
+    for i, pattern in enumerate(_SECRET_PATTERNS):
+        out = pattern.sub((lambda m: m.group(1) + "<redacted>") if i == 2 else (lambda m: "<redacted>"), out)
+    out = " ".join(out.split())
+    return out if len(out) <= limit else out[:limit] + "..."
+
+
+def unexpected(exc: BaseException, what: str, **context: Any) -> UnexpectedError:
+    """Wrap a foreign exception: its type and scrubbed message, with the context we know."""
+    detail = scrub(str(exc))
+    return UnexpectedError("%s failed with an unexpected %s%s" % (what, type(exc).__name__,
+                                                                  ": %s" % detail if detail else ""), **context)

@@ -59,16 +59,21 @@ class EtcdScanResult:
     total: int = 0
     counts: Dict[str, int] = field(default_factory=dict)
     mismatched_keys: List[str] = field(default_factory=list)
+    prefix: str = ""  # the key prefix read: <etcd prefix>/<group>/<plural>/
+    api_objects: Optional[int] = None  # objects the API lists, asked only when etcd had no key (None: not asked)
+    problem: Optional[str] = None  # why the scan proves nothing (no key while the API lists objects)
 
     @property
     def verified(self) -> bool:
-        return self.total == self.counts.get(self.expected_api_version, 0)
+        # zero keys prove nothing when the API lists objects: a wrong prefix must never pass as "all migrated"
+        return self.problem is None and self.total == self.counts.get(self.expected_api_version, 0)
 
     def as_dict(self) -> dict:
         return {"name": self.crd, "expected_api_version": self.expected_api_version, "revision": self.revision,
                 "keys": self.total, "counts": dict(self.counts), "verified": self.verified,
                 "mismatched_keys": list(self.mismatched_keys),
-                "mismatched": self.total - self.counts.get(self.expected_api_version, 0)}
+                "mismatched": self.total - self.counts.get(self.expected_api_version, 0),
+                "prefix": self.prefix, "api_objects": self.api_objects, "problem": self.problem}
 
 
 def encoding_of(value: bytes) -> str:
@@ -125,7 +130,7 @@ class EtcdReader:
     def scan(self, crd_name: str, group: str, plural: str, expected_api_version: str) -> EtcdScanResult:
         prefix = f"{self.options.prefix.rstrip('/')}/{group}/{plural}/".encode()
         end = _range_end(prefix)
-        result = EtcdScanResult(crd=crd_name, expected_api_version=expected_api_version)
+        result = EtcdScanResult(crd=crd_name, expected_api_version=expected_api_version, prefix=prefix.decode())
         start = prefix
         while True:
             payload = {"key": _b64(start), "range_end": _b64(end), "limit": PAGE_SIZE}
@@ -150,6 +155,43 @@ class EtcdReader:
 
     def close(self) -> None:
         self._pool.clear()
+
+    def count_keys(self, prefix: bytes) -> int:
+        body = self._range({"key": _b64(prefix), "range_end": _b64(_range_end(prefix)), "count_only": True})
+        return int(body.get("count", 0))
+
+    def top_level_prefixes(self, limit: int = 10) -> List[str]:
+        """The distinct first path segments of etcd's keys (``/registry``, ``/kubernetes.io`` on OpenShift, ...),
+        one keys-only request each: after a segment, the next key is looked up past its whole range."""
+        found = []  # type: List[str]
+        start = b"/"
+        while len(found) < limit:
+            body = self._range({"key": _b64(start), "range_end": _b64(b"0"), "limit": 1, "keys_only": True})
+            kvs = body.get("kvs") or []
+            if not kvs:
+                return found
+            key = base64.b64decode(kvs[0]["key"])
+            segment = b"/" + key[1:].split(b"/", 1)[0]
+            found.append(segment.decode(errors="replace"))
+            start = _range_end(segment + b"/")
+        return found
+
+    def explain_no_keys(self, scan: EtcdScanResult, group: str, plural: str, api_objects: Optional[int]) -> None:
+        """No key under the prefix while the API lists objects: fail the scan, naming the prefix tried and the
+        top-level prefix where this CRD's keys are (the apiserver's ``--etcd-prefix``)."""
+        scan.api_objects = api_objects
+        listed = "%d" % api_objects if api_objects is not None else "more than one"
+        tried = self.options.prefix.rstrip("/") or "/"
+        tops = self.top_level_prefixes()
+        likely = [top for top in tops if top != tried and self.count_keys(("%s/%s/%s/" % (top, group, plural)).encode())]
+        if likely:
+            hint = "this CRD's keys are under %s/%s/%s/: set etcd_prefix (crd_upgrade_etcd_prefix) to %s" % (
+                likely[0], group, plural, likely[0])
+        else:
+            hint = "no top-level prefix of this etcd holds them (top-level prefixes: %s); is etcd_url the etcd of " \
+                   "this cluster, and etcd_prefix the apiserver's --etcd-prefix?" % (", ".join(tops) or "none")
+        scan.problem = ("etcd has no key under %s while the API lists %s objects of the CRD: the etcd prefix %s is "
+                        "wrong or etcd is not this cluster's; %s" % (scan.prefix, listed, tried, hint))
 
 
 # --- raw values (storage_diff.py): what the re-store would overwrite --------------------------------------

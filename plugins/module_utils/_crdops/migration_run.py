@@ -26,8 +26,10 @@ from .crd import Crd
 from .errors import CrdOpsError
 from .events import PASS_FAILED, PASS_STARTED, PASS_SUCCEEDED, emit_crd_event
 from .managed_fields import keeps_ownership
+from .pass_lease import DEFAULT_NAMESPACE, LeaseHeldError, PassLease
 from .record import validate_record
-from .restore import RestoreOptions, check_migratable, fix_managed_fields, migrate_crd
+from .restore import RestoreOptions, StopCheck, check_migratable, fix_managed_fields, migrate_crd
+from .selection import get_crd
 from .stop import StopSignal
 from .transport import Transport
 
@@ -39,9 +41,15 @@ TOTAL_KEYS = ("listed", "rewritten", "unchanged", "gone", "failed", "throttled",
 class RunOptions(object):
     restore: RestoreOptions
     force: bool = False
+    # CRDs that must end with a valid record (release N+1 removes one of their versions): a clean
+    # storedVersions alone is not proof, since it may have been trimmed by hand
+    require_record: Tuple[str, ...] = ()
     barrier_timeout: float = 60.0
     barrier_settle: float = 0.0
     progress_file: Optional[str] = None
+    # one pass per CRD at a time (pass_lease.py): the Lease's namespace, and how long to wait for another holder
+    lease_namespace: str = DEFAULT_NAMESPACE
+    lease_wait: float = 60.0
     stop: Optional[StopSignal] = None  # Ctrl-C, SIGTERM or a vanished supervisor ends the pass (stop.py)
 
 
@@ -71,8 +79,8 @@ def problem_of(entry: Dict[str, Any]) -> Optional[str]:
     return None
 
 
-def skip_reason(crd: Crd, force: bool, has_valid_record: bool) -> Optional[str]:
-    if force:
+def skip_reason(crd: Crd, force: bool, has_valid_record: bool, record_required: bool = False) -> Optional[str]:
+    if force or (record_required and not has_valid_record):
         return None
     if not crd.needs_migration:
         return "status.storedVersions is already [%s]" % crd.storage_version
@@ -147,7 +155,7 @@ def _emit(transport: Transport, crd: Crd, errors: List[str], reason: str, messag
 
 
 def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier_transports: Dict[str, Transport],
-             progress: ProgressFile) -> Dict[str, Any]:
+             progress: ProgressFile, stop_check: Optional[StopCheck] = None) -> Dict[str, Any]:
     """The full re-store pass of one CRD, behind the HA barrier, with Events (never in check mode)."""
     check_mode = options.restore.check_mode
     barrier = None
@@ -158,7 +166,8 @@ def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier_transp
     if not check_mode:
         _emit(transport, crd, errors, PASS_STARTED, started_message(crd))
     try:
-        entry = migrate_crd(transport, crd, options.restore, progress=progress.update, stop=options.stop).to_dict()
+        entry = migrate_crd(transport, crd, options.restore, progress=progress.update, stop_check=stop_check,
+                            stop=options.stop).to_dict()
     except CrdOpsError as exc:
         if not check_mode:
             _emit(transport, crd, errors, PASS_FAILED, "Pass at storage version %s stopped: %s" % (
@@ -173,9 +182,10 @@ def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier_transp
 
 
 def run_managed_fields_pass(transport: Transport, crd: Crd, options: RunOptions,
-                            progress: ProgressFile) -> Dict[str, Any]:
+                            progress: ProgressFile, stop_check: Optional[StopCheck] = None) -> Dict[str, Any]:
     """For a skipped CRD: fix stale managedFields entries; an Event only when something was (to be) written."""
-    entry = fix_managed_fields(transport, crd, options.restore, progress=progress.update, stop=options.stop).to_dict()
+    entry = fix_managed_fields(transport, crd, options.restore, progress=progress.update,
+                               stop_check=stop_check, stop=options.stop).to_dict()
     errors = []  # type: List[str]
     if not options.restore.check_mode and (entry["objects_with_stale_managed_fields"] or problem_of(entry)):
         reason, message, warning = finished_event(entry)
@@ -194,14 +204,15 @@ def run_migration(transport: Transport, crds: List[Crd], options: RunOptions,
         check_migratable(crd, transport.cluster_label)
     progress.state["crds_total"] = len(crds)
     for crd in crds:
-        had_valid_record = validate_record(crd).ok
-        skip = skip_reason(crd, options.force, had_valid_record)
-        if skip:
-            entry = run_managed_fields_pass(transport, crd, options, progress)
-            entry["barrier"] = None
-        else:
-            entry = run_pass(transport, crd, options, barrier_transports, progress)
-        entry["skipped"] = skip
+        lease = None if check_mode else take_lease(transport, crd, options)
+        try:
+            if lease is not None:  # another run may have finished (record) or advanced (checkpoint) meanwhile
+                crd = get_crd(transport, crd.name)
+            entry, had_valid_record = migrate_one(transport, crd, options, barrier_transports, progress,
+                                                  lease.lost_reason if lease is not None else None)
+        finally:
+            released = lease.release() if lease is not None else None
+        entry["lease"] = dict(lease.to_dict(), release_error=released) if lease is not None else None
         result.crds.append(entry)
         for key in TOTAL_KEYS:
             result.totals[key] += entry.get(key) or 0
@@ -210,6 +221,33 @@ def run_migration(transport: Transport, crds: List[Crd], options: RunOptions,
         if is_change(entry, had_valid_record, check_mode):
             result.changed = True
     return result
+
+
+def take_lease(transport: Transport, crd: Crd, options: RunOptions) -> PassLease:
+    """Hold the pass Lease of ``crd`` (waiting up to ``lease_wait`` s); a Warning Event on the CRD when refused."""
+    try:
+        lease = PassLease(transport, crd.name, options.lease_namespace).acquire(options.lease_wait)
+    except LeaseHeldError as exc:
+        emit_crd_event(transport, crd, PASS_FAILED, "Pass not started: %s" % exc, warning=True)
+        raise
+    if lease.took_over_from:
+        emit_crd_event(transport, crd, PASS_STARTED, "Pass lease %s taken over from a run that stopped renewing "
+                       "it (%s)." % (lease.where, lease.took_over_from))
+    return lease
+
+
+def migrate_one(transport: Transport, crd: Crd, options: RunOptions, barrier_transports: Dict[str, Transport],
+                progress: ProgressFile, stop_check: Optional[StopCheck]) -> Tuple[Dict[str, Any], bool]:
+    """The pass over one CRD, or its managedFields-only pass when it is skipped; (entry, had a valid record)."""
+    had_valid_record = validate_record(crd).ok
+    skip = skip_reason(crd, options.force, had_valid_record, crd.name in options.require_record)
+    if skip:
+        entry = run_managed_fields_pass(transport, crd, options, progress, stop_check)
+        entry["barrier"] = None
+    else:
+        entry = run_pass(transport, crd, options, barrier_transports, progress, stop_check)
+    entry["skipped"] = skip
+    return entry, had_valid_record
 
 
 def is_change(entry: Dict[str, Any], had_valid_record: bool, check_mode: bool) -> bool:

@@ -132,17 +132,38 @@ def validate_record(crd: Crd) -> RecordValidation:
                             % (record.storage_version, record.generation, record.completed_at), record)
 
 
+# the counts a checkpoint carries to the run that resumes from it (record field names, snake case)
+CARRIED_COUNTS = ("listed", "rewritten", "unchanged", "gone", "skipped_by_checkpoint", "managed_fields_rewritten",
+                  "managed_fields_dropped", "objects_with_stale_managed_fields")
+
+
 @dataclass(frozen=True)
 class Checkpoint(object):
     storage_version: str
     generation: int
     last: str  # key ("ns/name" or "name") of the last object of the last clean page, in list order
     started_at: str
+    # the whole pass's counts through ``last`` (every run so far), so that the record of a resumed pass covers the
+    # whole pass; None for a checkpoint written by an earlier version (then the resumed objects count as skipped only)
+    counts: Optional[Dict[str, int]] = None
 
     def to_annotation(self) -> str:
-        return json.dumps({"storageVersion": self.storage_version, "generation": self.generation,
-                           "last": self.last, "startedAt": self.started_at},
-                          separators=(",", ":"), sort_keys=True)
+        data = {"storageVersion": self.storage_version, "generation": self.generation,
+                "last": self.last, "startedAt": self.started_at}  # type: Dict[str, Any]
+        if self.counts is not None:
+            data["counts"] = dict((k, int(self.counts.get(k, 0))) for k in CARRIED_COUNTS)
+        return json.dumps(data, separators=(",", ":"), sort_keys=True)
+
+
+def _carried(data: Any) -> Optional[Dict[str, int]]:
+    """The checkpoint's counts, or None when absent or not self-consistent (then nothing is carried)."""
+    if not isinstance(data, dict):
+        return None
+    counts = dict((k, int(data.get(k, 0))) for k in CARRIED_COUNTS)
+    accounted = counts["rewritten"] + counts["unchanged"] + counts["gone"] + counts["skipped_by_checkpoint"]
+    if min(counts.values()) < 0 or accounted != counts["listed"]:
+        return None
+    return counts
 
 
 def read_checkpoint(crd: Crd) -> Tuple[Optional[Checkpoint], Optional[str]]:
@@ -153,7 +174,7 @@ def read_checkpoint(crd: Crd) -> Tuple[Optional[Checkpoint], Optional[str]]:
     try:
         data = json.loads(text)
         ckpt = Checkpoint(str(data["storageVersion"]), int(data["generation"]), str(data["last"]),
-                          str(data.get("startedAt", "")))
+                          str(data.get("startedAt", "")), _carried(data.get("counts")))
     except (ValueError, KeyError, TypeError):
         return None, "checkpoint ignored: unreadable"
     if ckpt.storage_version != crd.storage_version or ckpt.generation != crd.generation:

@@ -26,6 +26,8 @@ from .errors import (
     ConversionWebhookError,
     CrdOpsError,
     PermissionDenied,
+    UnexpectedError,
+    unexpected,
 )
 from .listing import ListStats, ObjectRef, list_pages
 from .managed_fields import keeps_ownership, plan_patch
@@ -41,6 +43,7 @@ from .object_write import (  # noqa: F401 - outcome kinds and restore_object are
 from .preflight import predict_rejections
 from .stop import StopSignal
 from .record import (
+    CARRIED_COUNTS,
     Checkpoint,
     MigrationRecord,
     read_checkpoint,
@@ -50,11 +53,12 @@ from .record import (
 )
 from .transport import JSON, Transport, error_from_response
 
-FATAL_ERRORS = (ConversionWebhookError, ConnectionFailed, PermissionDenied)
+FATAL_ERRORS = (ConversionWebhookError, ConnectionFailed, PermissionDenied, UnexpectedError)
 MAX_REPORTED_FAILURES = 20
 
 ProbeFn = Callable[[Crd, List[ObjectRef]], None]
 ProgressFn = Callable[[Dict[str, Any]], None]
+StopCheck = Callable[[], Optional[str]]  # why the pass must stop writing now (e.g. its Lease was lost), or None
 
 
 @dataclass(frozen=True)
@@ -103,8 +107,11 @@ class CrdResult(object):
     objects_per_s: float = 0.0
     complete: bool = False
     aborted_reason: Optional[str] = None
+    aborted_kind: Optional[str] = None  # error kind of the first stop reason (conversion_webhook, unexpected, ...)
     check_mode: bool = False
     resumed_from: Optional[str] = None
+    # counts of the earlier runs of this pass, carried by the checkpoint (None: not resumed, or an old checkpoint)
+    carried: Optional[Dict[str, int]] = None
     checkpoint_note: Optional[str] = None
     record: Optional[Dict[str, Any]] = None
     record_written: bool = False
@@ -130,8 +137,8 @@ class CrdResult(object):
             "expired_continues": self.expired_continues,
             "pages": self.pages, "first_failures": list(self.first_failures),
             "duration_s": round(self.duration_s, 3), "objects_per_s": round(self.objects_per_s, 1),
-            "complete": self.complete, "aborted_reason": self.aborted_reason,
-            "check_mode": self.check_mode, "resumed_from": self.resumed_from,
+            "complete": self.complete, "aborted_reason": self.aborted_reason, "aborted_kind": self.aborted_kind,
+            "check_mode": self.check_mode, "resumed_from": self.resumed_from, "carried": self.carried,
             "checkpoint_note": self.checkpoint_note, "record": self.record,
             "record_written": self.record_written, "record_error": self.record_error,
             "predicted_rejections": list(self.predicted_rejections),
@@ -181,13 +188,14 @@ def check_migratable(crd: Crd, cluster: Optional[str] = None) -> None:
 class _Page(object):
     """One listed page: the objects submitted, their pending outcomes, and what the checkpoint needs."""
 
-    __slots__ = ("refs", "futures", "last_key", "skipped")
+    __slots__ = ("refs", "futures", "last_key", "skipped", "covered")
 
     def __init__(self, refs: List[ObjectRef], futures: List["Future[Outcome]"], last_key: str, skipped: int) -> None:
         self.refs = refs
         self.futures = futures
         self.last_key = last_key
         self.skipped = skipped
+        self.covered = 0  # of the skipped: listed at or before the resume point, counted by earlier runs
 
 
 class RestorePass(object):
@@ -200,7 +208,7 @@ class RestorePass(object):
     def __init__(self, transport: Transport, crd: Crd, options: RestoreOptions, *, probe: Optional[ProbeFn] = None,
                  progress: Optional[ProgressFn] = None, clock: Callable[[], float] = time.monotonic,
                  now: Callable[[], str] = utc_now, managed_fields_only: bool = False,
-                 stop: Optional[StopSignal] = None) -> None:
+                 stop_check: Optional[StopCheck] = None, stop: Optional[StopSignal] = None) -> None:
         self.transport = transport
         self.crd = crd
         self.options = options
@@ -217,8 +225,12 @@ class RestorePass(object):
         self.stats = ListStats()
         self.abort = threading.Event()
         self.abort_reasons = []  # type: List[str]
+        self.abort_kind = None  # type: Optional[str]
+        self.stop_check = stop_check
         self.started_at = now()
         self.clean_through = None  # type: Optional[str]  # last key of the last failure-free page, in order
+        self.resume_point = None  # type: Optional[str]  # the checkpoint's key when it carries earlier counts
+        self.covered = 0  # listings (drained) at or before resume_point: already in the carried counts
         self.clean = True  # no failure so far: the checkpoint may advance
         self.pages_since_ckpt = 0
         self.inflight = deque()  # type: Deque[_Page]
@@ -239,8 +251,12 @@ class RestorePass(object):
         self._throttled_before = _throttled(self.transport)
         executor = ThreadPoolExecutor(max_workers=self.options.workers, thread_name_prefix="crdops-restore")
         try:
-            self.list_and_submit(executor)
-            self.drain_all()
+            self.guarded(lambda: self.list_and_submit(executor), "listing and submitting the writes")
+            self.guarded(self.drain_all, "counting the writes")
+            self.drain_all()  # after a stop: what is left in flight returns NOT_ATTEMPTED
+        except BaseException:  # KeyboardInterrupt, SystemExit: queued writes must not run on
+            self.stop("interrupted", "interrupted")
+            raise
         finally:
             executor.shutdown(wait=True)
         self.finish()
@@ -257,18 +273,43 @@ class RestorePass(object):
             self.clean_through = ckpt.last
             self.started_at = ckpt.started_at or self.started_at
             self.result.resumed_from = ckpt.last
+            if ckpt.counts is not None:
+                self.resume_point = ckpt.last
+                self.result.carried = dict(ckpt.counts)
 
-    def stop(self, reason: str) -> None:
+    def stop(self, reason: str, kind: Optional[str] = None) -> None:
         """End the pass: workers not yet started return NOT_ATTEMPTED; the first reason is reported."""
         if not self.abort.is_set():
             self.abort_reasons.append(reason)
+            self.abort_kind = kind
             self.abort.set()
+
+    def guarded(self, step: Callable[[], None], what: str) -> None:
+        """Run ``step``; any exception that is not ours stops the pass like our own fatal errors do (no more
+        writes, partial counts kept), with a scrubbed message and no traceback."""
+        try:
+            step()
+        except CrdOpsError as exc:
+            exc.with_context(cluster=self.transport.cluster_label, crd=self.crd.name)
+            self.stop(str(exc), exc.kind)
+        except Exception as exc:
+            err = unexpected(exc, what, cluster=self.transport.cluster_label, crd=self.crd.name)
+            self.stop(str(err), err.kind)
+
+    def must_stop(self) -> bool:
+        """Stopped already, or told to stop now by ``stop_check`` (the pass Lease was lost)."""
+        if self.abort.is_set():
+            return True
+        reason = self.stop_check() if self.stop_check is not None else None
+        if reason:
+            self.stop("[cluster %s, CRD %s] %s" % (self.transport.cluster_label, self.crd.name, reason), "lease_lost")
+        return self.abort.is_set()
 
     def list_and_submit(self, executor: ThreadPoolExecutor) -> None:
         """List pages (metadata only) and hand each to the workers; a listing or probe failure stops the pass."""
         try:
             for refs in list_pages(self.transport, self.crd, self.options.page_size, stats=self.stats):
-                if self.abort.is_set():
+                if self.must_stop():
                     break
                 if self.stats.relists != self.relists_seen:
                     # the list restarted: finish in-flight pages first so that what they did is skipped
@@ -277,12 +318,15 @@ class RestorePass(object):
                 todo, skipped = self.select(refs)
                 if self.probe is not None:
                     self.probe(self.crd, todo if self.mf_only else refs)
-                self.inflight.append(self.submit(executor, todo, refs[-1].key, skipped))
+                page = self.submit(executor, todo, refs[-1].key, skipped)
+                if self.resume_point is not None:
+                    page.covered = sum(1 for r in refs if r.key <= self.resume_point)
+                self.inflight.append(page)
                 while len(self.inflight) > 1:  # page N is written while page N+1 is listed
                     self.drain(self.inflight.popleft())
         except CrdOpsError as exc:
             # listing/probe failure (conversion webhook, 403, connection): stop the pass
-            self.stop(str(exc.with_context(cluster=self.transport.cluster_label, crd=self.crd.name)))
+            self.stop(str(exc.with_context(cluster=self.transport.cluster_label, crd=self.crd.name)), exc.kind)
 
     def select(self, refs: List[ObjectRef]) -> Tuple[List[ObjectRef], int]:
         """The objects of a page to write, and how many are skipped (checkpoint, or done before a relist).
@@ -322,14 +366,18 @@ class RestorePass(object):
 
     def work(self, ref: ObjectRef) -> Outcome:
         """One object's write (in a worker thread); a fatal error stops the pass."""
-        if self.abort.is_set():
+        if self.must_stop():
             return Outcome(NOT_ATTEMPTED)
         try:
             outcome = restore_object(self.transport, self.crd, ref)
         except CrdOpsError as exc:  # connection failure past the deadline
             outcome = Outcome(FAILED, exc.with_context(crd=self.crd.name, obj=ref.key), stale_object=ref.stale is not None)
+        except Exception as exc:  # e.g. an exec credential plugin failing on token refresh: stop like our errors
+            err = unexpected(exc, "re-store write", cluster=self.transport.cluster_label, crd=self.crd.name,
+                             obj=ref.key)
+            outcome = Outcome(FAILED, err, stale_object=ref.stale is not None)
         if outcome.error is not None and isinstance(outcome.error, FATAL_ERRORS):
-            self.stop(str(outcome.error))
+            self.stop(str(outcome.error), outcome.error.kind)
         self.count_live()
         return outcome
 
@@ -356,6 +404,7 @@ class RestorePass(object):
             if self.tally(fut.result()):
                 page_failed = True
         self.result.skipped_by_checkpoint += page.skipped
+        self.covered += page.covered
         self.result.pages += 1
         if page_failed:
             self.clean = False
@@ -383,7 +432,7 @@ class RestorePass(object):
                                      "reason": err.reason, "kind": err.kind, "message": err.api_message or err.message,
                                      "error": str(err)})
         if self.options.max_failures is not None and r.failed > self.options.max_failures:
-            self.stop("more than max_failures=%d objects failed" % self.options.max_failures)
+            self.stop("more than max_failures=%d objects failed" % self.options.max_failures, "max_failures")
         return True
 
     def advance_checkpoint(self, page: _Page) -> None:
@@ -399,10 +448,30 @@ class RestorePass(object):
         self.pages_since_ckpt = 0
         try:
             write_checkpoint(self.transport, self.crd.name, Checkpoint(
-                self.crd.storage_version or "", self.crd.generation, self.clean_through, self.started_at))
+                self.crd.storage_version or "", self.crd.generation, self.clean_through, self.started_at,
+                self.pass_counts(self.drained_listings())))
         except CrdOpsError as exc:
             # A checkpoint is an optimisation; losing one costs re-work, not safety.
             self.result.checkpoint_note = "checkpoint write failed: %s" % exc
+
+    def drained_listings(self) -> int:
+        """Listings whose page has been counted (every page so far when called from ``drain``)."""
+        r = self.result
+        return r.rewritten + r.unchanged + r.gone + r.failed + r.not_attempted + r.skipped_by_checkpoint
+
+    def pass_counts(self, listed: int) -> Dict[str, int]:
+        """The whole pass's counts: this run's plus those carried by the checkpoint. Objects this run listed at or
+        before the resume point are in the carried counts already (written by an earlier run), so they are taken
+        out of this run's ``listed`` and ``skipped_by_checkpoint``; each listing is still counted exactly once in
+        ``listed`` and once in rewritten/unchanged/gone/skipped_by_checkpoint, so the record identity holds."""
+        r = self.result
+        mine = {"listed": listed - self.covered, "rewritten": r.rewritten, "unchanged": r.unchanged, "gone": r.gone,
+                "skipped_by_checkpoint": r.skipped_by_checkpoint - self.covered,
+                "managed_fields_rewritten": r.managed_fields_rewritten,
+                "managed_fields_dropped": r.managed_fields_dropped,
+                "objects_with_stale_managed_fields": r.objects_with_stale_managed_fields}
+        carried = r.carried or {}
+        return dict((k, mine[k] + int(carried.get(k, 0))) for k in CARRIED_COUNTS)
 
     def done(self) -> int:
         r = self.result
@@ -434,6 +503,7 @@ class RestorePass(object):
         r.objects_per_s = self.done() / r.duration_s if r.duration_s > 0 else 0.0
         if self.abort_reasons:
             r.aborted_reason = self.abort_reasons[0]
+            r.aborted_kind = self.abort_kind or "stopped"
         r.complete = not self.abort.is_set()
 
     def write_record(self) -> None:
@@ -442,12 +512,10 @@ class RestorePass(object):
         if not (r.complete and r.failed == 0 and not self.options.check_mode and self.options.write_record
                 and not self.mf_only):
             return
-        record = MigrationRecord(
-            storage_version=self.crd.storage_version or "", generation=self.crd.generation,
-            started_at=self.started_at, completed_at=self.now(), listed=r.listed, rewritten=r.rewritten,
-            unchanged=r.unchanged, gone=r.gone, failed=0, skipped_by_checkpoint=r.skipped_by_checkpoint,
-            managed_fields_rewritten=r.managed_fields_rewritten, managed_fields_dropped=r.managed_fields_dropped,
-            objects_with_stale_managed_fields=r.objects_with_stale_managed_fields)
+        # a resumed pass records the whole pass (earlier runs' counts carried by the checkpoint), not only this run
+        record = MigrationRecord(storage_version=self.crd.storage_version or "", generation=self.crd.generation,
+                                 started_at=self.started_at, completed_at=self.now(), failed=0,
+                                 **self.pass_counts(r.listed))
         try:
             write_record(self.transport, self.crd, record)
             r.record = record.to_dict()
@@ -470,6 +538,7 @@ def migrate_crd(
     progress: Optional[ProgressFn] = None,
     clock: Callable[[], float] = time.monotonic,
     now: Callable[[], str] = utc_now,
+    stop_check: Optional[StopCheck] = None,
     stop: Optional[StopSignal] = None,
 ) -> CrdResult:
     """Run one complete re-store pass over ``crd`` (as read when the pass starts) and, when it is
@@ -477,7 +546,8 @@ def migrate_crd(
     fatal errors (conversion webhook, auth, connection past the retry deadline) end the pass with
     ``aborted_reason`` set. Bad input raises before anything is written."""
     _prepare(transport, crd, options)
-    return RestorePass(transport, crd, options, probe=probe, progress=progress, clock=clock, now=now, stop=stop).run()
+    return RestorePass(transport, crd, options, probe=probe, progress=progress, clock=clock, now=now,
+                       stop_check=stop_check, stop=stop).run()
 
 
 def fix_managed_fields(
@@ -489,6 +559,7 @@ def fix_managed_fields(
     progress: Optional[ProgressFn] = None,
     clock: Callable[[], float] = time.monotonic,
     now: Callable[[], str] = utc_now,
+    stop_check: Optional[StopCheck] = None,
     stop: Optional[StopSignal] = None,
 ) -> CrdResult:
     """A managedFields-only pass for a CRD whose re-store is already done: list every object (metadata only)
@@ -497,7 +568,7 @@ def fix_managed_fields(
     _prepare(transport, crd, options)
     opts = replace(options, use_checkpoint=False, write_record=False)
     return RestorePass(transport, crd, opts, probe=probe, progress=progress, clock=clock, now=now,
-                       managed_fields_only=True, stop=stop).run()
+                       managed_fields_only=True, stop_check=stop_check, stop=stop).run()
 
 
 def _throttled(transport: Transport) -> int:

@@ -88,3 +88,16 @@ def test_skipped_crd_check_mode_reports_a_change_only_with_stale_entries():
     assert run(c, check_mode=True).changed and c.writes() == []
     c.set_managed_fields(NAME, "a/obj-00001", [entry("argocd", G + "/v2")])
     assert not run(c, check_mode=True).changed
+
+
+def test_a_clean_crd_that_must_carry_a_record_gets_a_full_pass_and_one():
+    """storedVersions [v2] may have been trimmed by hand: where release N+1 removes a version, the role asks for proof."""
+    skipped = run(cluster(stored=("v2",)))
+    assert skipped.crds[0]["skipped"] and not skipped.crds[0]["record_written"]
+    c = cluster(stored=("v2",))
+    res = run(c, require_record=(NAME,))
+    entry_ = res.crds[0]
+    assert entry_["skipped"] is None and entry_["record_written"] and entry_["listed"] == 5
+    assert entry_["rewritten"] + entry_["unchanged"] == 5 and res.changed
+    again = run(c, require_record=(NAME,))  # the record now exists: a rerun skips the pass
+    assert again.crds[0]["skipped"] and not again.crds[0]["record_written"]
