@@ -31,11 +31,9 @@ display = Display()
 
 def stopped_message(reason, result):
     """What a stopped run did and what to do next, in front of the per-CRD problems."""
-    crds = result.get("crds") or []
-    done = sum((c.get("rewritten") or 0) + (c.get("unchanged") or 0) + (c.get("gone") or 0) for c in crds)
-    return ("cluster %s: %s: no write was started after it; the writes in flight finished (%d objects done in this "
-            "run), the resume checkpoint is kept and nothing was trimmed. Run again to resume. %s" % (
-                result.get("cluster") or "?", reason, done, result.get("msg") or "")).strip()
+    return ("cluster %s: %s: no write was started after it; the writes in flight finished, the resume checkpoint is "
+            "kept and nothing was trimmed. Run again to resume. %s" % (
+                result.get("cluster") or "?", reason, result.get("msg") or "")).strip()
 
 
 class ActionModule(ActionBase):

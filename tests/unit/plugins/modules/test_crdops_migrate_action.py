@@ -74,8 +74,8 @@ def test_controller_run_prints_progress_lines_and_a_stop_reads_as_such(monkeypat
     assert errors == []
     res = make().run_here(params, "cluster-a")
     assert res["failed"] and res["msg"].startswith(
-        "cluster c1: stopped by signal SIGTERM: no write was started after it; the writes in flight finished "
-        "(3000 objects done in this run), the resume checkpoint is kept and nothing was trimmed. Run again to resume.")
+        "cluster c1: stopped by signal SIGTERM: no write was started after it; the writes in flight finished, "
+        "the resume checkpoint is kept and nothing was trimmed. Run again to resume. cluster c1: 1 CRD(s)")
     assert lines and lines[-1].startswith("cluster-a | CRD 1/1 %s: 3000/3000 objects (100.0%%)" % NAME), lines[-1:]
 
 
