@@ -36,15 +36,15 @@ def _new_count(cluster, s: Seeded) -> int:
     return scan_storage(cluster.etcd_url, s.group, s.plural).counts.get(s.new(), 0)
 
 
-def _playbook(tmp_path: Path, cluster, s: Seeded) -> Path:
+def _playbook(tmp_path: Path, cluster, s: Seeded, **extra) -> Path:
     inventory = {"all": {"hosts": {"stop-cluster": {"ansible_connection": "local",
                                                     "ansible_python_interpreter": sys.executable}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     play = [{"hosts": "all", "gather_facts": False, "tasks": [{
         "name": "re-store", "crdops.migration.crd_storage_migrate": {
             "kubeconfig": str(cluster.kubeconfig), "context": cluster.contexts()[0], "names": [s.crd_name],
-            "page_size": 100, "workers": 4, "max_qps": MAX_QPS, "progress_interval": 1}}]}]
-    path = tmp_path / "stop-playbook.yml"
+            "page_size": 100, "workers": 4, "max_qps": MAX_QPS, "progress_interval": 1, **extra}}]}]
+    path = tmp_path / ("stop-playbook%s.yml" % ("-limited" if extra else ""))
     path.write_text(yaml.safe_dump(play))
     return path
 
@@ -127,6 +127,16 @@ def test_signals_stop_the_writes(cluster, kube, group, tmp_path):
     # every interrupted run after the first resumed from the previous one's checkpoint
     assert runs[1]["before"] >= runs[0]["after"] - 1 and runs[2]["before"] >= runs[1]["after"] - 1
 
+    # a time limit stops the pass the same way, and ansible-playbook (still there) shows the task's message
+    limited = _start(tmp_path, _playbook(tmp_path, cluster, s, time_limit=3), "limited.log")
+    assert limited.wait(timeout=120) == 2
+    limited_log = (tmp_path / "limited.log").read_text()
+    assert "stopped: time_limit of 3 s reached: no write was started after it" in limited_log, limited_log[-3000:]
+    assert "Run again to resume" in limited_log
+    assert kube.get_crd(s.crd_name)["status"]["storedVersions"] == ["v1alpha1", "v1beta1"]
+
+    final_before = _new_count(cluster, s)
+    assert final_before > runs[2]["after"]  # the limited run wrote before its limit
     proc = _start(tmp_path, playbook, "rerun.log")
     assert proc.wait(timeout=300) == 0, (tmp_path / "rerun.log").read_text()[-3000:]
     final = scan_storage(cluster.etcd_url, s.group, s.plural)
@@ -136,9 +146,10 @@ def test_signals_stop_the_writes(cluster, kube, group, tmp_path):
     assert record["rewritten"] + record["unchanged"] + record["gone"] + record["skippedByCheckpoint"] == COUNT
     rerun_log = (tmp_path / "rerun.log").read_text()
     assert f"{COUNT}/{COUNT} objects (100.0%)" in rerun_log, rerun_log[-3000:]
-    # resumed, not started over: the checkpoint of the SIGKILLed run is at most the pages in flight behind it
+    # resumed, not started over: the checkpoint of the last stopped run is at most the pages in flight behind it
     skipped = int(re.findall(r"skipped by checkpoint (\d+);", rerun_log)[-1])
-    assert runs[2]["after"] - 2 * 100 <= skipped <= runs[2]["after"], (skipped, runs[2]["after"])
+    before_rerun = final_before
+    assert before_rerun - 2 * 100 <= skipped <= before_rerun, (skipped, before_rerun)
     reliability.record(
         "ansible-playbook stopped mid-pass (SIGINT to its process group, SIGTERM, SIGKILL of its process group)",
         "writes stopped after " + ", ".join("%s %.1f s" % (r["name"], r["last_growth_s"]) for r in runs)
