@@ -160,6 +160,7 @@ def connect(
     retry_deadline: float = 120.0,
     max_qps: Optional[float] = None,
     timeout: float = 60.0,
+    connect_timeout: Optional[float] = 10.0,
 ) -> HttpTransport:
     """Build ONE pooled transport for a cluster. ``pool_size`` should be >= worker threads."""
     if pool_size <= 0:
@@ -197,5 +198,6 @@ def connect(
         retry=RetryPolicy(deadline=retry_deadline),
         rate_limiter=RateLimiter(max_qps) if max_qps else None,
         timeout=timeout,
+        connect_timeout=connect_timeout,
         on_close=_close,
     )
