@@ -29,16 +29,20 @@ def test_merged_report_renders_in_chromium(tmp_path):
                       error="[cluster prod-us-1] boom", phase="restore")],
         "3": [cluster("prod-ap-1", "not run")],
     }
+    reports = tmp_path / "crdops-report"
+    reports.mkdir()
     for n, clusters in slices.items():
-        (tmp_path / f"fleet-report-{n}.json").write_text(json.dumps(
+        (reports / f"fleet-report-{n}.json").write_text(json.dumps(
             {"title": "Fleet", "generated": "2026-12-01T05:00:00+00:00", "slice": n, "check_mode": False,
              "clusters": clusters}))
-    proc = ansible_playbook(str(REPO / "playbooks" / "fleet_report_merge.yml"), "-e",
-                            json.dumps({"crd_upgrade_report_dir": str(tmp_path)}), cwd=tmp_path)
+    # the playbook from the collection by name, the default (relative) report dir: it is the working directory's
+    proc = ansible_playbook("crdops.migration.fleet_report_merge", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert f"report: {tmp_path}/fleet-report.md (.json, .html)" in proc.stdout
+    assert f"report: {reports}/fleet-report.md (.json, .html) - crd_upgrade_report_dir ./crdops-report resolved " \
+           "against the working directory of the run" in proc.stdout, proc.stdout[-2000:]
+    assert not (REPO / "playbooks" / "crdops-report").exists()
 
-    rows = rendered_table_rows(tmp_path / "fleet-report.html")
+    rows = rendered_table_rows(reports / "fleet-report.html")
     assert rows == [
         ["prod-ap-1", "", "not run", ""],
         ["prod-eu-1", "widgets.example.com", "v1alpha1, v1beta1", "v1beta1", "v1beta1", "120", "120", "0", "0", "1.5",
@@ -46,7 +50,7 @@ def test_merged_report_renders_in_chromium(tmp_path):
         ["prod-us-1", "widgets.example.com", "v1alpha1, v1beta1", "v1beta1", "v1beta1", "10", "7", "0", "3", "1.5",
          "failed (restore)", "<script>alert(1)</script> 409"],
     ], rows
-    dom = dump_dom(tmp_path / "fleet-report.html")
+    dom = dump_dom(reports / "fleet-report.html")
     assert "<script>alert" not in dom   # the error text is escaped, never markup
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", dom))
     assert "3 clusters: 1 ok, 0 planned, 1 failed, 1 not run. Objects: 130, rewritten 127, failed 3." in text, text

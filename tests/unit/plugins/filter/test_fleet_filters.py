@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 import pytest
-from ansible.errors import AnsibleFilterError
 
 from ansible_collections.crdops.migration.plugins.filter.fleet import (
-    FilterModule, crd_upgrade_fleet_summary, crd_upgrade_iso_utc, crd_upgrade_percent, crd_upgrade_report_merge,
+    AnsibleFilterError, FilterModule, crd_upgrade_fleet_summary, crd_upgrade_iso_utc, crd_upgrade_percent, crd_upgrade_report_merge,
     crd_upgrade_waves)
 
 
