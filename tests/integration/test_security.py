@@ -251,7 +251,7 @@ def _exec_kubeconfig(cluster, token: str) -> dict:
                 "certificate-authority-data": base64.b64encode(cluster.pki.ca_cert.read_bytes()).decode()}}],
             "users": [{"name": "prod-eu-1", "user": {"exec": {
                 "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "/bin/sh", "args": ["-c", script],
-                "env": [{"name": "prod", "value": "eu"}, {"name": "CRDOPS_EXEC_TOKEN", "value": token}]}}}],
+                "env": [{"name": "prod", "value": "zz-opaque-7"}, {"name": "CRDOPS_EXEC_TOKEN", "value": token}]}}}],
             "contexts": [{"name": "prod-eu-1", "context": {"cluster": "prod-eu-1", "user": "prod-eu-1"}}]}
 
 

@@ -152,6 +152,18 @@ def _auth_header_fn(configuration: Any):
     return auth_header
 
 
+def _current_context_label(options: ConnectionOptions, label: str) -> str:
+    """Name the cluster by its kubeconfig's current context when no context was given: errors must say
+    which cluster (the file path alone does not)."""
+    if options.context or options.skips_kubeconfig() or not isinstance(options.kubeconfig, str) or not HAS_KUBERNETES:
+        return label
+    try:
+        _contexts, active = _k8s_config.list_kube_config_contexts(config_file=options.kubeconfig)
+        return "%s (current context of %s)" % (active["name"], options.kubeconfig)
+    except Exception:  # unreadable file: build_configuration reports it
+        return label
+
+
 def connect(
     options: ConnectionOptions,
     *,
@@ -166,6 +178,8 @@ def connect(
     if pool_size <= 0:
         raise BadInputError("pool_size must be > 0")
     label = cluster_label or options.cluster_label()
+    if label == options.cluster_label():
+        label = _current_context_label(options, label)
     configuration = build_configuration(options)
     configuration.connection_pool_maxsize = max(pool_size, 1)
     try:
