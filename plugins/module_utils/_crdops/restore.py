@@ -320,7 +320,7 @@ class RestorePass(object):
         if self.options.should_stop is not None:
             reason = self.options.should_stop()
             if reason:
-                self.stop("[cluster %s, CRD %s] %s" % (self.transport.cluster_label, self.crd.name, reason))
+                self.stop(reason)   # reported as "[CRD ...] pass stopped: <reason>" for the cluster
                 return Outcome(NOT_ATTEMPTED)
         try:
             outcome = restore_object(self.transport, self.crd, ref)
