@@ -374,11 +374,15 @@ class HttpTransport(object):
                                            api_message=detail)
                 now = self._clock()
                 delay = self.retry.backoff(attempt, self._rng)
-                if not self._answered and self.connect_timeout is not None and now + delay > start + self.connect_timeout:
-                    raise ConnectionFailed(
-                        "%s %s: cluster unreachable, no answer within connect_timeout %.0fs (%d attempts)"
-                        % (method, path, self.connect_timeout, attempt + 1),
-                        cluster=self.cluster_label, api_message=detail)
+                if not self._answered and self.connect_timeout is not None:
+                    # retried until connect_timeout has really passed (a cluster starting up gets all of it)
+                    left = start + self.connect_timeout - now
+                    if left <= 0:
+                        raise ConnectionFailed(
+                            "%s %s: cluster unreachable, no answer within connect_timeout %.0fs (%d attempts)"
+                            % (method, path, self.connect_timeout, attempt + 1),
+                            cluster=self.cluster_label, api_message=detail)
+                    delay = min(delay, left)
                 if now + delay > deadline:
                     raise ConnectionFailed(
                         "%s %s: connection failed after %d attempts / %.1fs" % (method, path, attempt + 1, now - start),
