@@ -120,7 +120,7 @@ options:
     description:
       - Seconds to wait for an apiserver that has not answered yet, before the module fails naming the
         cluster. Bounds each TCP/TLS connect and the retries of the first request, so an unreachable
-        cluster (wrong address, closed port, firewall) fails in about this time instead of after O(retry_deadline) where a module has one.
+        cluster (wrong address, closed port, firewall) fails in about this time instead of after the retry deadline (C(retry_deadline) where a module has one).
       - Once the cluster has answered, connection losses are retried until the module's retry deadline
         (an apiserver restart during a run is ridden out); this option does not shorten that.
       - Not a C(kubernetes.core) option. Can also be set with the E(CRDOPS_CONNECT_TIMEOUT) environment variable.
