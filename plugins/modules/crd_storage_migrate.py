@@ -137,6 +137,19 @@ options:
     description:
       - Path of a JSON file rewritten (atomically) after every page, for polling an C(async) task.
     type: path
+  # --- heartbeat of a background pass (issue 12, runner) ---
+  heartbeat_file:
+    description:
+      - For an C(async) task - a file the playbook touches while it follows the job. Before every write the
+        pass checks its age; once it is older than O(heartbeat_timeout), or gone, the pass stops (not attempted
+        objects are reported, no migration record) and the task fails saying why.
+      - A cancelled or killed playbook (AWX / ansible-runner cancel, Ctrl-C) then stops the writes of the job it
+        left behind. The file must exist when the module starts.
+    type: path
+  heartbeat_timeout:
+    description: Seconds without a touch of O(heartbeat_file) after which the pass stops.
+    type: float
+    default: 30
   write_record:
     description: Write the migration record after a complete pass with zero failures.
     type: bool
@@ -356,6 +369,7 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue impo
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.apiservers import (
     BarrierRefusedError, plan_barrier)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError, unexpected
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.heartbeat import Heartbeat
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (
     ProgressFile, RunOptions, RunResult, run_migration, skip_reason)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import validate_record
@@ -385,6 +399,20 @@ def plan_barrier_for(transport, crds, p, check_mode, warn):
     return plan, plan.to_dict()
 
 
+def heartbeat_check(m):
+    """The pass's dead man's switch when the role runs it in the background; None otherwise."""
+    p = m.params
+    if not p["heartbeat_file"] or m.check_mode:
+        return None
+    if p["heartbeat_timeout"] <= 0:
+        m.module.fail_json(msg="heartbeat_timeout must be > 0, got %s" % p["heartbeat_timeout"], changed=False)
+    heartbeat = Heartbeat(p["heartbeat_file"], p["heartbeat_timeout"])
+    reason = heartbeat.stop_reason()
+    if reason:
+        m.module.fail_json(msg="not started: %s" % reason, changed=False)
+    return heartbeat.stop_reason
+
+
 def main():
     m = CrdOpsModule(argument_spec(dict(
         page_size=dict(type="int", default=500),
@@ -405,6 +433,9 @@ def main():
         preflight_sample=dict(type="int", default=5),
         lease_namespace=dict(type="str", default="default"),
         lease_wait=dict(type="float", default=60),
+        # heartbeat of a background pass (issue 12, runner)
+        heartbeat_file=dict(type="path"),
+        heartbeat_timeout=dict(type="float", default=30),
     )), supports_check_mode=True)
     p = m.params
     run = RunResult()
@@ -415,7 +446,7 @@ def main():
     options = RunOptions(
         restore=RestoreOptions(page_size=p["page_size"], workers=p["workers"], max_failures=p["max_failures"],
                                check_mode=m.check_mode, write_record=p["write_record"], use_checkpoint=p["resume"],
-                               preflight_sample=max(p["preflight_sample"], 0)),
+                               preflight_sample=max(p["preflight_sample"], 0), should_stop=heartbeat_check(m)),
         force=p["force"], require_record=tuple(p["require_record"]),
         barrier_timeout=p["barrier_timeout"], barrier_settle=p["barrier_settle"],
         lease_namespace=p["lease_namespace"], lease_wait=max(p["lease_wait"], 0.0))
