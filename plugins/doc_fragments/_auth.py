@@ -116,6 +116,16 @@ options:
       - Can also be set with the E(K8S_AUTH_IMPERSONATE_GROUPS) environment variable (comma separated).
     type: list
     elements: str
+  connect_timeout:
+    description:
+      - Seconds to wait for an apiserver that has not answered yet, before the module fails naming the
+        cluster. Bounds each TCP/TLS connect and the retries of the first request, so an unreachable
+        cluster (wrong address, closed port, firewall) fails in about this time instead of after the retry deadline (C(retry_deadline) where a module has one).
+      - Once the cluster has answered, connection losses are retried until the module's retry deadline
+        (an apiserver restart during a run is ridden out); this option does not shorten that.
+      - Not a C(kubernetes.core) option. Can also be set with the E(CRDOPS_CONNECT_TIMEOUT) environment variable.
+    type: float
+    default: 10
 notes:
   - Requires the C(kubernetes) Python library on the host that runs the module.
   - Connection options, aliases and environment variables are the same as in M(kubernetes.core.k8s), so

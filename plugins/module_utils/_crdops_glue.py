@@ -47,6 +47,8 @@ AUTH_ARG_SPEC = dict(
     persist_config=dict(type="bool", fallback=(env_fallback, ["K8S_AUTH_PERSIST_CONFIG"])),
     impersonate_user=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_IMPERSONATE_USER"])),
     impersonate_groups=dict(type="list", elements="str", fallback=(env_fallback, ["K8S_AUTH_IMPERSONATE_GROUPS"])),
+    # Not in kubernetes.core (it has no connect timeout): our own option and variable, CRDOPS_ prefixed.
+    connect_timeout=dict(type="float", default=10.0, fallback=(env_fallback, ["CRDOPS_CONNECT_TIMEOUT"])),
 )
 
 SELECTION_ARG_SPEC = dict(
@@ -74,18 +76,33 @@ def argument_spec(*extra):
 
 
 def kubeconfig_secret_values(value):
-    """All secret leaf values of a kubeconfig dict (for ``no_log_values``)."""
+    """All secret leaf values of a kubeconfig dict (for ``no_log_values``).
+
+    An exec plugin's ``env`` is a list of ``{name, value}``: only the values are secret. Masking the
+    names too would hide every occurrence of a word like ``prod`` in the output.
+    """
     out = set()
 
     def walk(node, secret):
         if isinstance(node, dict):
             for k, v in node.items():
-                walk(v, secret or k in KUBECONFIG_SECRET_KEYS or k == "env")
+                if k == "env" and isinstance(v, list):
+                    walk_env(v, secret)
+                else:
+                    walk(v, secret or k in KUBECONFIG_SECRET_KEYS)
         elif isinstance(node, list):
             for v in node:
                 walk(v, secret)
         elif secret and node not in (None, "", True, False):
             out.add(str(node))
+
+    def walk_env(entries, secret):
+        for entry in entries:
+            if isinstance(entry, dict):
+                for k, v in entry.items():
+                    walk(v, secret or k != "name")
+            else:
+                walk(entry, True)
 
     walk(value, False)
     return out
@@ -121,6 +138,9 @@ class CrdOpsModule(object):
         return selection_from(self.params)
 
     def connect(self, pool_size=10, retry_deadline=120.0, max_qps=None):
+        connect_timeout = self.params.get("connect_timeout")
+        if connect_timeout is not None and connect_timeout <= 0:
+            self.module.fail_json(msg="connect_timeout must be > 0, got %s" % connect_timeout)
         try:
             return connect_from(self.params, pool_size=pool_size, retry_deadline=retry_deadline, max_qps=max_qps)
         except CrdOpsError as exc:
@@ -166,7 +186,7 @@ def connect_from(params, pool_size=10, retry_deadline=120.0, max_qps=None):
     """The engine transport for validated params; raises CrdOpsError."""
     options = connection_options_from(params)
     return connect(options, cluster_label=options.cluster_label(), pool_size=pool_size,
-                   retry_deadline=retry_deadline, max_qps=max_qps)
+                   retry_deadline=retry_deadline, max_qps=max_qps, connect_timeout=params.get("connect_timeout"))
 
 
 def failure(error, **partial):

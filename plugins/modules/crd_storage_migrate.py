@@ -137,6 +137,19 @@ options:
     description:
       - Path of a JSON file rewritten (atomically) after every page, for polling an C(async) task from outside.
     type: path
+  # --- heartbeat of a background pass (issue 12, runner) ---
+  heartbeat_file:
+    description:
+      - For an C(async) task - a file the playbook touches while it follows the job. Before every write the
+        pass checks its age; once it is older than O(heartbeat_timeout), or gone, the pass stops (not attempted
+        objects are reported, no migration record) and the task fails saying why.
+      - A cancelled or killed playbook (AWX / ansible-runner cancel, Ctrl-C) then stops the writes of the job it
+        left behind. The file must exist when the module starts.
+    type: path
+  heartbeat_timeout:
+    description: Seconds without a touch of O(heartbeat_file) after which the pass stops.
+    type: float
+    default: 30
   write_record:
     description: Write the migration record after a complete pass with zero failures.
     type: bool
@@ -382,6 +395,7 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue impo
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.apiservers import (
     BarrierRefusedError, plan_barrier)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError, unexpected
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.heartbeat import Heartbeat
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (
     ProgressFile, RunOptions, RunResult, run_migration, skip_reason)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import validate_record
@@ -412,6 +426,19 @@ def plan_barrier_for(transport, crds, p, check_mode, warn):
     return plan, plan.to_dict()
 
 
+def heartbeat_check(p, check_mode):
+    """(the pass's dead man's switch for a background run, or None; an error message, or None)."""
+    if not p["heartbeat_file"] or check_mode:
+        return None, None
+    if p["heartbeat_timeout"] <= 0:
+        return None, "heartbeat_timeout must be > 0, got %s" % p["heartbeat_timeout"]
+    heartbeat = Heartbeat(p["heartbeat_file"], p["heartbeat_timeout"])
+    reason = heartbeat.stop_reason()
+    if reason:
+        return None, "not started: %s" % reason
+    return heartbeat.stop_reason, None
+
+
 # The option list (also validated by the controller-side action plugin of the same name).
 OPTIONS = dict(
     page_size=dict(type="int", default=500),
@@ -432,6 +459,9 @@ OPTIONS = dict(
     preflight_sample=dict(type="int", default=5),
     lease_namespace=dict(type="str", default="default"),
     lease_wait=dict(type="float", default=60),
+    # heartbeat of a background pass (issue 12, runner)
+    heartbeat_file=dict(type="path"),
+    heartbeat_timeout=dict(type="float", default=30),
     # --- supervision (issue 11): used by the controller-side action plugin, ignored by the module itself ---
     progress_interval=dict(type="float", default=10),
     run_on_controller=dict(type="str", choices=["auto", "never"], default="auto"),
@@ -444,6 +474,11 @@ def migrate(params, check_mode, warn, stop=None, follower=None):
     see plugins/action/crd_storage_migrate.py). Returns the result; a failed one has ``failed`` and ``msg``.
     ``stop`` ends the passes early (stop.py); ``follower`` gets every progress update and the object counts."""
     p = params
+    should_stop, error = heartbeat_check(p, check_mode)
+    if error:
+        return dict(failed=True, msg=error, changed=False)
+    if p.get("connect_timeout") is not None and p["connect_timeout"] <= 0:
+        return dict(failed=True, msg="connect_timeout must be > 0, got %s" % p["connect_timeout"], changed=False)
     run = RunResult()
     if p["max_qps"] is not None and p["max_qps"] <= 0:
         return dict(failed=True, msg="max_qps must be > 0, got %s" % p["max_qps"], changed=False)
@@ -452,7 +487,7 @@ def migrate(params, check_mode, warn, stop=None, follower=None):
     options = RunOptions(
         restore=RestoreOptions(page_size=p["page_size"], workers=p["workers"], max_failures=p["max_failures"],
                                check_mode=check_mode, write_record=p["write_record"], use_checkpoint=p["resume"],
-                               preflight_sample=max(p["preflight_sample"], 0)),
+                               preflight_sample=max(p["preflight_sample"], 0), should_stop=should_stop),
         force=p["force"], require_record=tuple(p["require_record"]),
         barrier_timeout=p["barrier_timeout"], barrier_settle=p["barrier_settle"],
         lease_namespace=p["lease_namespace"], lease_wait=max(p["lease_wait"], 0.0), stop=stop)

@@ -236,3 +236,70 @@ def test_bad_input_is_refused_before_anything_is_written(cluster, kube, group, t
                        "storage version, a CRD whose storage version is not served",
                        "each refused with a message naming the file, CRD or group; no key written to etcd (the "
                        "only write is the test's own CRD)", 8, final.total, None)
+
+
+def _exec_kubeconfig(cluster, token: str) -> dict:
+    """An inline kubeconfig whose user gets the token from an exec plugin, through an env entry VALUE.
+
+    Another env entry is named `prod`: a name is not a secret, `prod-eu-1` must print as it is.
+    """
+    script = ('printf \'{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential",'
+              '"status":{"token":"%s"}}\' "$CRDOPS_EXEC_TOKEN"')
+    return {"apiVersion": "v1", "kind": "Config", "current-context": "prod-eu-1",
+            "clusters": [{"name": "prod-eu-1", "cluster": {
+                "server": cluster.server,
+                "certificate-authority-data": base64.b64encode(cluster.pki.ca_cert.read_bytes()).decode()}}],
+            "users": [{"name": "prod-eu-1", "user": {"exec": {
+                "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "/bin/sh", "args": ["-c", script],
+                "env": [{"name": "prod", "value": "zz-opaque-7"}, {"name": "CRDOPS_EXEC_TOKEN", "value": token}]}}}],
+            "contexts": [{"name": "prod-eu-1", "context": {"cluster": "prod-eu-1", "user": "prod-eu-1"}}]}
+
+
+@pytest.mark.parametrize("given", ["crd_upgrade_auth.api_key", "K8S_AUTH_API_KEY", "inline kubeconfig (exec env)"])
+def test_whole_role_at_vvvv_never_prints_the_token(cluster, kube, group, tmp_path, given):
+    import sys
+    from tests.integration.modrun import REPO as ROOT, ansible_env
+    from tests.integration.seed import crd_at
+
+    s = seed_old_objects(kube, group, 12, flip=False)
+    token = service_account_token(kube, f"vvvv-{group.split('.')[0]}", shipped_rules(group))
+    release_n, release_next = tmp_path / "release-n", tmp_path / "release-next"
+    for folder, crd in ((release_n, crd_at(s, "v1beta1")), (release_next, crd_at(s, "v1beta1", served=("v1beta1",)))):
+        folder.mkdir()
+        (folder / "crd.yaml").write_text(yaml.safe_dump(crd))
+    host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+            "crd_upgrade_release_manifests": [str(release_n / "*.yaml")],
+            "crd_upgrade_target_manifests": [str(release_next / "*.yaml")],
+            "crd_upgrade_crd_names": [s.crd_name], "crd_upgrade_settle_seconds": 1,
+            "crd_upgrade_progress_dir": str(tmp_path / "progress")}
+    env = ansible_env()
+    if given == "crd_upgrade_auth.api_key":
+        host["crd_upgrade_auth"] = token_args(cluster, token)
+    elif given == "K8S_AUTH_API_KEY":
+        env.update(K8S_AUTH_HOST=cluster.server, K8S_AUTH_API_KEY=token, K8S_AUTH_SSL_CA_CERT=str(cluster.pki.ca_cert))
+    else:
+        host["crd_upgrade_auth"] = {"kubeconfig": _exec_kubeconfig(cluster, token)}
+    (tmp_path / "progress").mkdir()
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump({"all": {"children": {"clusters": {"hosts": {
+        "prod-eu-1": host}}}}}))
+    proc = ansible_playbook("-vvvv", "-i", str(tmp_path / "inventory.yml"),
+                            str(ROOT / "playbooks" / "fleet_upgrade.yml"),
+                            "-e", json.dumps({"crd_upgrade_waves": [1], "crd_upgrade_report_dir": str(tmp_path / "report")}),
+                            env=env, cwd=tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, proc.stdout[-5000:]
+    assert scan_storage(cluster.etcd_url, group, s.plural).counts == {s.new(): 12}
+    assert len(out.splitlines()) > 2000, "not a -vvvv run"   # module invocations, connection details
+    files = [p for p in (tmp_path / "progress").rglob("*") if p.is_file()] + list((tmp_path / "report").glob("*"))
+    assert len(list((tmp_path / "report").glob("fleet-report.*"))) == 3
+    texts = {str(p): p.read_text(errors="replace") for p in files}
+    texts["ansible-playbook -vvvv output"] = out
+    for where, text in texts.items():
+        assert token not in text, f"the token ({given}) is in {where}"
+        # JWT parts: the signature alone must not leak either (a token cut by a line break)
+        assert token.split(".")[-1][:40] not in text, f"part of the token ({given}) is in {where}"
+    # names are not secrets: the host and context name print as they are
+    assert "prod-eu-1" in out and "********-eu-1" not in out and "prod-********" not in out
+    reliability.record(f"secrets: the whole role at -vvvv, ServiceAccount token as {given}",
+                       f"token absent from {len(out.splitlines())} output lines, the results, {len(files)} progress "
+                       "and report files; host and context names unmasked", 12, 12, True)

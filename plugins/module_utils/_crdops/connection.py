@@ -152,6 +152,18 @@ def _auth_header_fn(configuration: Any):
     return auth_header
 
 
+def _current_context_label(options: ConnectionOptions, label: str) -> str:
+    """Name the cluster by its kubeconfig's current context when no context was given: errors must say
+    which cluster (the file path alone does not)."""
+    if options.context or options.skips_kubeconfig() or not isinstance(options.kubeconfig, str) or not HAS_KUBERNETES:
+        return label
+    try:
+        _contexts, active = _k8s_config.list_kube_config_contexts(config_file=options.kubeconfig)
+        return "%s (current context of %s)" % (active["name"], options.kubeconfig)
+    except Exception:  # unreadable file: build_configuration reports it
+        return label
+
+
 def connect(
     options: ConnectionOptions,
     *,
@@ -160,11 +172,14 @@ def connect(
     retry_deadline: float = 120.0,
     max_qps: Optional[float] = None,
     timeout: float = 60.0,
+    connect_timeout: Optional[float] = 10.0,
 ) -> HttpTransport:
     """Build ONE pooled transport for a cluster. ``pool_size`` should be >= worker threads."""
     if pool_size <= 0:
         raise BadInputError("pool_size must be > 0")
     label = cluster_label or options.cluster_label()
+    if label == options.cluster_label():
+        label = _current_context_label(options, label)
     configuration = build_configuration(options)
     configuration.connection_pool_maxsize = max(pool_size, 1)
     try:
@@ -197,5 +212,6 @@ def connect(
         retry=RetryPolicy(deadline=retry_deadline),
         rate_limiter=RateLimiter(max_qps) if max_qps else None,
         timeout=timeout,
+        connect_timeout=connect_timeout,
         on_close=_close,
     )

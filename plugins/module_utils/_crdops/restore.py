@@ -72,6 +72,8 @@ class RestoreOptions(object):
     checkpoint_every: int = 1  # pages
     probe_conversion: bool = True  # probe webhook conversion before each page
     preflight_sample: int = 5  # check mode: dry-run the no-op write on this many objects
+    # asked before every write: a reason to stop the pass (the background job's heartbeat), or None
+    should_stop: Optional[Callable[[], Optional[str]]] = field(default=None, compare=False, repr=False)
 
     def validate(self) -> None:
         from .errors import BadInputError
@@ -368,6 +370,11 @@ class RestorePass(object):
         """One object's write (in a worker thread); a fatal error stops the pass."""
         if self.must_stop():
             return Outcome(NOT_ATTEMPTED)
+        if self.options.should_stop is not None:
+            reason = self.options.should_stop()
+            if reason:
+                self.stop(reason)   # reported as "[CRD ...] pass stopped: <reason>" for the cluster
+                return Outcome(NOT_ATTEMPTED)
         try:
             outcome = restore_object(self.transport, self.crd, ref)
         except CrdOpsError as exc:  # connection failure past the deadline

@@ -27,6 +27,11 @@ try:
 except ImportError:  # pragma: no cover - exercised when orjson is absent
     _orjson = None
 
+try:
+    from urllib3 import Timeout as _Urllib3Timeout
+except ImportError:  # pragma: no cover - urllib3 comes with the kubernetes library
+    _Urllib3Timeout = None
+
 from .errors import (
     AdmissionRejected,
     ApiError,
@@ -257,6 +262,7 @@ class HttpTransport(object):
         retry: Optional[RetryPolicy] = None,
         rate_limiter: Optional[RateLimiter] = None,
         timeout: float = 60.0,
+        connect_timeout: Optional[float] = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         rng: Callable[[], float] = random.random,
@@ -270,6 +276,10 @@ class HttpTransport(object):
         self.retry = retry or RetryPolicy()
         self.rate_limiter = rate_limiter
         self.timeout = timeout
+        # Until the cluster has answered once, a connection failure is not an apiserver restart to ride out
+        # (retry.deadline) but an unreachable cluster: give up after connect_timeout and say so.
+        self.connect_timeout = connect_timeout
+        self._answered = False
         self._clock = clock
         self._sleep = sleep
         self._rng = rng
@@ -291,8 +301,8 @@ class HttpTransport(object):
             headers["Connection"] = "close"
         return HttpTransport(self._pool, base_url, cluster_label=self.cluster_label, headers=headers,
                              auth_header=self._auth_header, retry=RetryPolicy(deadline=min(self.retry.deadline, 5.0)),
-                             timeout=min(self.timeout, 10.0), clock=self._clock, sleep=self._sleep, rng=self._rng,
-                             on_close=lambda: None)
+                             timeout=min(self.timeout, 10.0), connect_timeout=self.connect_timeout, clock=self._clock,
+                             sleep=self._sleep, rng=self._rng, on_close=lambda: None)
 
     def close(self) -> None:
         if self._on_close is not None:
@@ -315,6 +325,12 @@ class HttpTransport(object):
             if value:
                 headers["Authorization"] = value
         return headers
+
+    def _request_timeout(self) -> Any:
+        """urllib3 timeout: TCP/TLS connect bounded by connect_timeout, the read by ``timeout``."""
+        if self.connect_timeout is None or _Urllib3Timeout is None:
+            return self.timeout
+        return _Urllib3Timeout(connect=min(self.connect_timeout, self.timeout), read=self.timeout)
 
     def _url(self, path: str, query: Optional[Sequence[Tuple[str, str]]]) -> str:
         url = self.base_url + path
@@ -346,7 +362,7 @@ class HttpTransport(object):
             try:
                 raw = self._pool.request(
                     method, url, body=body, headers=headers, retries=False,
-                    timeout=self.timeout, preload_content=True, redirect=False,
+                    timeout=self._request_timeout(), preload_content=True, redirect=False,
                 )
             except Exception as exc:  # urllib3.exceptions.HTTPError and socket errors
                 name = type(exc).__name__
@@ -358,6 +374,15 @@ class HttpTransport(object):
                                            api_message=detail)
                 now = self._clock()
                 delay = self.retry.backoff(attempt, self._rng)
+                if not self._answered and self.connect_timeout is not None:
+                    # retried until connect_timeout has really passed (a cluster starting up gets all of it)
+                    left = start + self.connect_timeout - now
+                    if left <= 0:
+                        raise ConnectionFailed(
+                            "%s %s: cluster unreachable, no answer within connect_timeout %.0fs (%d attempts)"
+                            % (method, path, self.connect_timeout, attempt + 1),
+                            cluster=self.cluster_label, api_message=detail)
+                    delay = min(delay, left)
                 if now + delay > deadline:
                     raise ConnectionFailed(
                         "%s %s: connection failed after %d attempts / %.1fs" % (method, path, attempt + 1, now - start),
@@ -366,6 +391,7 @@ class HttpTransport(object):
                 attempt += 1
                 self._sleep(delay)
                 continue
+            self._answered = True
             resp = ApiResponse(raw.status, dict(raw.headers.items()) if hasattr(raw.headers, "items") else {},
                                raw.data or b"")
             status = resp.status

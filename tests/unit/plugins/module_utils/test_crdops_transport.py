@@ -160,3 +160,30 @@ def test_error_classification(code, msg, cls):
     text = str(err)
     assert "cluster c1" in text and "CRD a.b" in text and "object ns/o" in text and msg in text
     assert "HTTP %d" % code in text
+
+
+def test_never_answering_cluster_fails_at_connect_timeout_naming_it():
+    clock = Clock()
+    t = transport(Pool(OSError("Connection refused")), clock, deadline=120, connect_timeout=10)
+    with pytest.raises(ConnectionFailed) as ei:
+        t.request("GET", "/version")
+    assert clock.t <= 10, clock.t
+    msg = str(ei.value)
+    assert "cluster c1" in msg and "connect_timeout 10s" in msg and "Connection refused" in msg
+
+
+def test_after_a_first_answer_connection_loss_rides_out_the_retry_deadline():
+    clock = Clock()
+    pool = Pool(Raw(200), *([OSError("Connection refused")] * 8), Raw(200, {"back": 1}))
+    t = transport(pool, clock, deadline=120, connect_timeout=10)
+    assert t.request("GET", "/a").status == 200
+    r = t.request("GET", "/b")
+    assert r.json() == {"back": 1} and clock.t > 10
+
+
+def test_connect_timeout_bounds_only_the_tcp_connect():
+    clock = Clock()
+    pool = Pool(Raw(200))
+    transport(pool, clock, connect_timeout=7, timeout=60).request("GET", "/a")
+    timeout = pool.requests[0][2]["timeout"]
+    assert (timeout.connect_timeout, timeout.read_timeout) == (7, 60)

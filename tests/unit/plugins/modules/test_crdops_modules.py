@@ -169,3 +169,21 @@ def test_progress_file(cluster, capsys, tmp_path):
     assert out["_rc"] == 0
     data = json.loads(pf.read_text())
     assert data["cluster"] == "test-cluster" and data["current"]["done"] == 12 and data["crds_done"] == 1
+
+
+def test_exec_env_names_are_not_secrets_only_their_values():
+    kubeconfig = {"current-context": "prod-eu-1", "users": [{"name": "prod-eu-1", "user": {"exec": {
+        "command": "aws-iam-authenticator", "args": ["token", "-i", "prod-eu-1"],
+        "env": [{"name": "prod", "value": "s3cr3t-env-value"}, {"name": "AWS_PROFILE", "value": "prod-eu"}]},
+        "token": TOKEN}}]}
+    values = _crdops_glue.kubeconfig_secret_values(kubeconfig)
+    assert values == {"s3cr3t-env-value", "prod-eu", TOKEN}
+
+
+def test_connect_timeout_default_and_passed_to_the_engine(cluster, capsys):
+    out = run(crd_storage_info, {"names": [NAME]}, capsys)
+    assert out["_rc"] == 0 and cluster.seen["kw"]["connect_timeout"] == 10.0
+    out = run(crd_storage_info, {"names": [NAME], "connect_timeout": 2.5}, capsys)
+    assert cluster.seen["kw"]["connect_timeout"] == 2.5
+    out = run(crd_storage_info, {"names": [NAME], "connect_timeout": 0}, capsys)
+    assert out["_rc"] == 1 and "connect_timeout must be > 0" in out["msg"]

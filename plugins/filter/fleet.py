@@ -1,0 +1,130 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Fleet-level data shaping: wave settings as AWX surveys send them, report summary and slice merge.
+
+Documented in the sidecar .yml files of the same names.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+
+
+class AnsibleFilterError(ValueError):
+    """A bad value given to a filter. Not ansible.errors': importing controller code here changes how the
+    modules' unit tests see warnings; ansible-core reports any exception of a filter with its message."""
+
+
+_WAVE = re.compile(r"^\s*(\d+)\s*(%?)\s*$")
+STATUSES = ("ok", "planned", "failed", "not run")
+
+
+def _wave(item, text):
+    """One batch size: a positive int or ``N%`` (1..100). Strings from a survey are accepted."""
+    if isinstance(item, bool):
+        raise AnsibleFilterError("crd_upgrade_waves: %r is not a batch size (in %s)" % (item, text))
+    if isinstance(item, int):
+        value, percent = item, ""
+    else:
+        match = _WAVE.match(str(item))
+        if not match:
+            raise AnsibleFilterError("crd_upgrade_waves: %r is not a batch size (a number or 'N%%') in %s" % (item, text))
+        value, percent = int(match.group(1)), match.group(2)
+    if value < 1 or (percent and value > 100):
+        raise AnsibleFilterError("crd_upgrade_waves: %r out of range in %s" % (item, text))
+    return "%d%%" % value if percent else value
+
+
+def crd_upgrade_waves(value):
+    """``serial`` for the fleet play from a list, a number, or text: ``'[1, "10%", "100%"]'``, ``1,10%,100%``, ``10``.
+
+    An AWX survey sends a text answer as a string; ansible-core's ``serial`` would fail on it.
+    """
+    text = repr(value)
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped.startswith("["):
+            try:
+                value = json.loads(stripped)
+            except ValueError:
+                value = [v.strip().strip("'\"") for v in stripped[1:-1].split(",") if v.strip()]
+        else:
+            value = [v for v in stripped.split(",") if v.strip()]
+    if not isinstance(value, (list, tuple)):
+        value = [value]
+    if not value:
+        raise AnsibleFilterError("crd_upgrade_waves: no batch size in %s" % text)
+    return [_wave(item, text) for item in value]
+
+
+def crd_upgrade_percent(value):
+    """``max_fail_percentage`` from an int, ``"10"`` or ``"10%"`` (0..100), as a survey may send it."""
+    match = None if isinstance(value, bool) else _WAVE.match(str(value))
+    if match is None:
+        raise AnsibleFilterError("crd_upgrade_percent: %r is not a percentage (0-100)" % (value,))
+    number = int(match.group(1))
+    if number > 100:
+        raise AnsibleFilterError("crd_upgrade_percent: %r is over 100" % (value,))
+    return number
+
+
+def crd_upgrade_iso_utc(epoch):
+    """ISO 8601 with the UTC offset (``2026-12-01T05:11:45+00:00``) from seconds since the epoch."""
+    moment = datetime.datetime.fromtimestamp(float(epoch), tz=datetime.timezone.utc)
+    return moment.replace(microsecond=0).isoformat()
+
+
+def crd_upgrade_fleet_summary(clusters):
+    """Counts over the per-cluster results of a fleet report."""
+    clusters = list(clusters or [])
+
+    def total(key):
+        return sum(int((c.get("totals") or {}).get(key) or 0) for c in clusters)
+
+    summary = {"clusters": len(clusters)}
+    for status in STATUSES:
+        summary[status.replace(" ", "_")] = sum(1 for c in clusters if c.get("status") == status)
+    summary.update(objects=total("objects"), rewritten=total("rewritten"), failed_objects=total("failed"))
+    return summary
+
+
+def _rank(cluster):
+    # a host listed by two slices: its real result beats "not run"
+    return 0 if cluster.get("status") == "not run" else 1
+
+
+def crd_upgrade_report_merge(reports, title=None, generated=None):
+    """One fleet report from the reports of the slices of a run (files or set_stats artifacts)."""
+    reports = [r for r in (reports or []) if isinstance(r, dict)]
+    if not reports:
+        raise AnsibleFilterError("crd_upgrade_report_merge: no slice report to merge")
+    by_name = {}
+    for report in reports:
+        for cluster in report.get("clusters") or []:
+            name = cluster.get("cluster")
+            if name not in by_name or _rank(cluster) >= _rank(by_name[name]):
+                by_name[name] = cluster
+    clusters = [by_name[name] for name in sorted(by_name)]
+    return {
+        "title": title or reports[0].get("title"),
+        "generated": generated or crd_upgrade_iso_utc(datetime.datetime.now(datetime.timezone.utc).timestamp()),
+        "check_mode": any(bool(r.get("check_mode")) for r in reports),
+        "slices": sorted(str(r.get("slice") or "") for r in reports),
+        "summary": crd_upgrade_fleet_summary(clusters),
+        "clusters": clusters,
+    }
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "crd_upgrade_waves": crd_upgrade_waves,
+            "crd_upgrade_percent": crd_upgrade_percent,
+            "crd_upgrade_iso_utc": crd_upgrade_iso_utc,
+            "crd_upgrade_fleet_summary": crd_upgrade_fleet_summary,
+            "crd_upgrade_report_merge": crd_upgrade_report_merge,
+        }

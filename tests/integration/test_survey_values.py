@@ -1,0 +1,24 @@
+"""A malformed survey answer for the play keywords fails the job before any cluster is touched, naming it."""
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from tests.integration.modrun import REPO, ansible_playbook
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("crd_upgrade_waves=abc", "crd_upgrade_waves: 'abc' is not a batch size"),
+    ('{"crd_upgrade_waves": "[1, \\"150%\\"]"}', "crd_upgrade_waves: '150%' out of range"),
+    ("crd_upgrade_max_fail_percentage=150", "crd_upgrade_percent: '150' is over 100"),
+    ("crd_upgrade_max_fail_percentage=ten", "crd_upgrade_percent: 'ten' is not a percentage"),
+])
+def test_bad_wave_answers_stop_before_any_task(tmp_path, extra, message):
+    # an unreachable cluster: any task that ran would fail differently
+    (tmp_path / "inv.yml").write_text(yaml.safe_dump({"all": {"children": {"clusters": {"hosts": {"c1": {
+        "ansible_connection": "local", "crd_upgrade_auth": {"host": "https://127.0.0.1:1"}}}}}}}))
+    proc = ansible_playbook("-i", str(tmp_path / "inv.yml"), str(REPO / "playbooks" / "fleet_upgrade.yml"),
+                            "-e", extra, cwd=tmp_path, timeout=120)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and message in out, out[-3000:]
+    assert "TASK [" not in out and not (tmp_path / "crdops-report").exists()
