@@ -132,33 +132,17 @@ class CrdOpsModule(object):
             self.module.fail_json(msg=missing_required_lib(library), exception=import_error)
 
     def connection_options(self):
-        p = self.params
-        kubeconfig = p.get("kubeconfig")
-        if isinstance(kubeconfig, str):
-            kubeconfig = os.path.expanduser(kubeconfig)
-        return _connection.ConnectionOptions(
-            kubeconfig=kubeconfig, context=p.get("context"), host=p.get("host"), api_key=p.get("api_key"),
-            username=p.get("username"), password=p.get("password"), validate_certs=p.get("validate_certs"),
-            ca_cert=p.get("ca_cert"), client_cert=p.get("client_cert"), client_key=p.get("client_key"),
-            proxy=p.get("proxy"), no_proxy=p.get("no_proxy"), proxy_headers=p.get("proxy_headers"),
-            persist_config=p.get("persist_config"), impersonate_user=p.get("impersonate_user"),
-            impersonate_groups=tuple(p.get("impersonate_groups") or ()),
-        )
+        return connection_options_from(self.params)
 
     def selection(self):
-        p = self.params
-        return Selection(names=tuple(p.get("names") or ()), group=p.get("group"),
-                         label_selector=p.get("label_selector"), all=bool(p.get("all")),
-                         allow_empty=bool(p.get("allow_empty")))
+        return selection_from(self.params)
 
     def connect(self, pool_size=10, retry_deadline=120.0, max_qps=None):
-        options = self.connection_options()
         connect_timeout = self.params.get("connect_timeout")
         if connect_timeout is not None and connect_timeout <= 0:
             self.module.fail_json(msg="connect_timeout must be > 0, got %s" % connect_timeout)
         try:
-            return connect(options, cluster_label=options.cluster_label(), pool_size=pool_size,
-                           retry_deadline=retry_deadline, max_qps=max_qps, connect_timeout=connect_timeout)
+            return connect_from(self.params, pool_size=pool_size, retry_deadline=retry_deadline, max_qps=max_qps)
         except CrdOpsError as exc:
             self.fail(exc)
 
@@ -175,3 +159,63 @@ class CrdOpsModule(object):
 def connect(options, **kwargs):
     """Indirection so unit tests can patch the engine connection in one place."""
     return _connection.connect(options, **kwargs)
+
+
+# -- shared by modules and the controller-side action plugins (validated params in, engine objects out) -----
+def connection_options_from(p):
+    kubeconfig = p.get("kubeconfig")
+    if isinstance(kubeconfig, str):
+        kubeconfig = os.path.expanduser(kubeconfig)
+    return _connection.ConnectionOptions(
+        kubeconfig=kubeconfig, context=p.get("context"), host=p.get("host"), api_key=p.get("api_key"),
+        username=p.get("username"), password=p.get("password"), validate_certs=p.get("validate_certs"),
+        ca_cert=p.get("ca_cert"), client_cert=p.get("client_cert"), client_key=p.get("client_key"),
+        proxy=p.get("proxy"), no_proxy=p.get("no_proxy"), proxy_headers=p.get("proxy_headers"),
+        persist_config=p.get("persist_config"), impersonate_user=p.get("impersonate_user"),
+        impersonate_groups=tuple(p.get("impersonate_groups") or ()),
+    )
+
+
+def selection_from(p):
+    return Selection(names=tuple(p.get("names") or ()), group=p.get("group"),
+                     label_selector=p.get("label_selector"), all=bool(p.get("all")),
+                     allow_empty=bool(p.get("allow_empty")))
+
+
+def connect_from(params, pool_size=10, retry_deadline=120.0, max_qps=None):
+    """The engine transport for validated params; raises CrdOpsError."""
+    options = connection_options_from(params)
+    return connect(options, cluster_label=options.cluster_label(), pool_size=pool_size,
+                   retry_deadline=retry_deadline, max_qps=max_qps, connect_timeout=params.get("connect_timeout"))
+
+
+def failure(error, **partial):
+    """A failed result (as ``CrdOpsModule.fail`` builds it) for code that returns results instead of exiting."""
+    if isinstance(error, CrdOpsError):
+        partial.setdefault("error", error.to_dict())
+        msg = str(error)
+    else:
+        msg = "%s: %s" % (type(error).__name__, error)
+    return dict(partial, failed=True, msg=msg)
+
+
+def validate_args(spec, args):
+    """Validate task args against a module's spec on the controller (what AnsibleModule does in a module):
+    (params, no_log values to redact, error messages). Env fallbacks (K8S_AUTH_*) come from this process."""
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+    result = ArgumentSpecValidator(spec).validate(dict(args))
+    no_log = set(result._no_log_values)
+    params = result.validated_parameters
+    kubeconfig = params.get("kubeconfig")
+    if isinstance(kubeconfig, dict):
+        no_log.update(kubeconfig_secret_values(kubeconfig))
+    elif kubeconfig is not None and not isinstance(kubeconfig, str):
+        return params, no_log, ["kubeconfig must be a path (string) or a kubeconfig dict, got %s"
+                                % type(kubeconfig).__name__]
+    return params, no_log, list(result.error_messages)
+
+
+def redact(value, no_log_values):
+    """Mask secret values in a result (AnsibleModule does this for module output)."""
+    from ansible.module_utils.common.parameters import remove_values
+    return remove_values(value, no_log_values) if no_log_values else value

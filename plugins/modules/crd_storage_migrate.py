@@ -135,7 +135,7 @@ options:
     type: int
   progress_file:
     description:
-      - Path of a JSON file rewritten (atomically) after every page, for polling an C(async) task.
+      - Path of a JSON file rewritten (atomically) after every page, for polling an C(async) task from outside.
     type: path
   # --- heartbeat of a background pass (issue 12, runner) ---
   heartbeat_file:
@@ -190,6 +190,31 @@ options:
         apiserver's clock, so the default V(60) lets a rerun right after a kill proceed.
     type: float
     default: 60
+  # --- supervision (issue 11) ---
+  progress_interval:
+    description:
+      - Seconds between progress lines (percent of the discovered object count, rate, ETA) printed while the pass
+        runs on the controller (see O(run_on_controller)). V(0) prints none. Ignored when run as a module.
+    type: float
+    default: 10
+  run_on_controller:
+    description:
+      - V(auto) runs the pass inside ansible-playbook's worker process (the action plugin of this module) when the task
+        runs on the controller (C(ansible_connection=local), which is how clusters are inventoried) without C(async).
+        There it prints progress lines and stops when ansible-playbook is stopped - SIGINT (Ctrl-C), SIGTERM (an AWX
+        cancel) or the loss of ansible-playbook (SIGKILL of its process group). Then no new write is started, the requests in
+        flight finish, the checkpoint is kept and the task fails with C(stopped by signal ...)
+      - Otherwise (a remote host, C(async), or V(never)) it runs as an ordinary module. A module also stops on
+        SIGINT/SIGTERM sent to it, but under C(async) it runs in a session of its own that Ctrl-C and a kill of
+        ansible-playbook do not reach; it keeps writing until it ends or its C(async) timeout kills it.
+    type: str
+    choices: [auto, never]
+    default: auto
+  time_limit:
+    description:
+      - Seconds after which the run stops as it does on SIGTERM (no new write, the requests in flight finish, the
+        checkpoint is kept) and fails with C(stopped - time_limit of N s reached). A rerun resumes. Unset means no limit.
+    type: float
 seealso:
   - module: crdops.migration.crd_storage_info
   - module: crdops.migration.crd_stored_versions_trim
@@ -197,14 +222,12 @@ seealso:
 '''
 
 EXAMPLES = r'''
-- name: Re-store all objects of the Cluster API CRDs
+- name: Re-store all objects of the Cluster API CRDs (progress lines every 30 s; Ctrl-C stops the writes)
   crdops.migration.crd_storage_migrate:
     context: prod-eu-1
     group: cluster.x-k8s.io
     workers: 16
-    progress_file: /tmp/crd-migrate-prod-eu-1.json
-  async: 7200
-  poll: 30
+    progress_interval: 30
 
 - name: Plan only (counts, no writes)
   crdops.migration.crd_storage_migrate:
@@ -365,7 +388,10 @@ cluster:
 '''
 
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import CrdOpsModule, argument_spec
+import traceback
+
+from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import (
+    CrdOpsModule, argument_spec, connect_from, failure, selection_from)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.apiservers import (
     BarrierRefusedError, plan_barrier)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError, unexpected
@@ -375,6 +401,7 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import validate_record
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import select_crds
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.stop import StopSignal, Supervision
 
 
 def plan_barrier_for(transport, crds, p, check_mode, warn):
@@ -399,80 +426,97 @@ def plan_barrier_for(transport, crds, p, check_mode, warn):
     return plan, plan.to_dict()
 
 
-def heartbeat_check(m):
-    """The pass's dead man's switch when the role runs it in the background; None otherwise."""
-    p = m.params
-    if not p["heartbeat_file"] or m.check_mode:
-        return None
+def heartbeat_check(p, check_mode):
+    """(the pass's dead man's switch for a background run, or None; an error message, or None)."""
+    if not p["heartbeat_file"] or check_mode:
+        return None, None
     if p["heartbeat_timeout"] <= 0:
-        m.module.fail_json(msg="heartbeat_timeout must be > 0, got %s" % p["heartbeat_timeout"], changed=False)
+        return None, "heartbeat_timeout must be > 0, got %s" % p["heartbeat_timeout"]
     heartbeat = Heartbeat(p["heartbeat_file"], p["heartbeat_timeout"])
     reason = heartbeat.stop_reason()
     if reason:
-        m.module.fail_json(msg="not started: %s" % reason, changed=False)
-    return heartbeat.stop_reason
+        return None, "not started: %s" % reason
+    return heartbeat.stop_reason, None
 
 
-def main():
-    m = CrdOpsModule(argument_spec(dict(
-        page_size=dict(type="int", default=500),
-        workers=dict(type="int", default=8),
-        max_qps=dict(type="float"),
-        retry_deadline=dict(type="float", default=120),
-        max_failures=dict(type="int"),
-        progress_file=dict(type="path"),
-        write_record=dict(type="bool", default=True),
-        resume=dict(type="bool", default=True),
-        force=dict(type="bool", default=False),
-        require_record=dict(type="list", elements="str", default=[]),
-        apiserver_endpoints=dict(type="list", elements="str", default=[]),
-        barrier_timeout=dict(type="float", default=60),
-        barrier_settle=dict(type="float", default=0),
-        barrier_fallback=dict(type="str", choices=["fail", "settle"], default="fail"),
-        barrier_fallback_settle=dict(type="float", default=30),
-        preflight_sample=dict(type="int", default=5),
-        lease_namespace=dict(type="str", default="default"),
-        lease_wait=dict(type="float", default=60),
-        # heartbeat of a background pass (issue 12, runner)
-        heartbeat_file=dict(type="path"),
-        heartbeat_timeout=dict(type="float", default=30),
-    )), supports_check_mode=True)
-    p = m.params
+# The option list (also validated by the controller-side action plugin of the same name).
+OPTIONS = dict(
+    page_size=dict(type="int", default=500),
+    workers=dict(type="int", default=8),
+    max_qps=dict(type="float"),
+    retry_deadline=dict(type="float", default=120),
+    max_failures=dict(type="int"),
+    progress_file=dict(type="path"),
+    write_record=dict(type="bool", default=True),
+    resume=dict(type="bool", default=True),
+    force=dict(type="bool", default=False),
+    require_record=dict(type="list", elements="str", default=[]),
+    apiserver_endpoints=dict(type="list", elements="str", default=[]),
+    barrier_timeout=dict(type="float", default=60),
+    barrier_settle=dict(type="float", default=0),
+    barrier_fallback=dict(type="str", choices=["fail", "settle"], default="fail"),
+    barrier_fallback_settle=dict(type="float", default=30),
+    preflight_sample=dict(type="int", default=5),
+    lease_namespace=dict(type="str", default="default"),
+    lease_wait=dict(type="float", default=60),
+    # heartbeat of a background pass (issue 12, runner)
+    heartbeat_file=dict(type="path"),
+    heartbeat_timeout=dict(type="float", default=30),
+    # --- supervision (issue 11): used by the controller-side action plugin, ignored by the module itself ---
+    progress_interval=dict(type="float", default=10),
+    run_on_controller=dict(type="str", choices=["auto", "never"], default="auto"),
+    time_limit=dict(type="float"),
+)
+
+
+def migrate(params, check_mode, warn, stop=None, follower=None):
+    """The whole run, shared by the module and the action plugin (which runs it in ansible-playbook's worker,
+    see plugins/action/crd_storage_migrate.py). Returns the result; a failed one has ``failed`` and ``msg``.
+    ``stop`` ends the passes early (stop.py); ``follower`` gets every progress update and the object counts."""
+    p = params
+    should_stop, error = heartbeat_check(p, check_mode)
+    if error:
+        return dict(failed=True, msg=error, changed=False)
+    if p.get("connect_timeout") is not None and p["connect_timeout"] <= 0:
+        return dict(failed=True, msg="connect_timeout must be > 0, got %s" % p["connect_timeout"], changed=False)
     run = RunResult()
     if p["max_qps"] is not None and p["max_qps"] <= 0:
-        m.module.fail_json(msg="max_qps must be > 0, got %s" % p["max_qps"], changed=False)
+        return dict(failed=True, msg="max_qps must be > 0, got %s" % p["max_qps"], changed=False)
     if p["retry_deadline"] < 0:
-        m.module.fail_json(msg="retry_deadline must be >= 0, got %s" % p["retry_deadline"], changed=False)
+        return dict(failed=True, msg="retry_deadline must be >= 0, got %s" % p["retry_deadline"], changed=False)
     options = RunOptions(
         restore=RestoreOptions(page_size=p["page_size"], workers=p["workers"], max_failures=p["max_failures"],
-                               check_mode=m.check_mode, write_record=p["write_record"], use_checkpoint=p["resume"],
-                               preflight_sample=max(p["preflight_sample"], 0), should_stop=heartbeat_check(m)),
+                               check_mode=check_mode, write_record=p["write_record"], use_checkpoint=p["resume"],
+                               preflight_sample=max(p["preflight_sample"], 0), should_stop=should_stop),
         force=p["force"], require_record=tuple(p["require_record"]),
         barrier_timeout=p["barrier_timeout"], barrier_settle=p["barrier_settle"],
-        lease_namespace=p["lease_namespace"], lease_wait=max(p["lease_wait"], 0.0))
+        lease_namespace=p["lease_namespace"], lease_wait=max(p["lease_wait"], 0.0), stop=stop)
     try:
         options.restore.validate()
-        selection = m.selection()
+        selection = selection_from(p)
         selection.validate()
+        transport = connect_from(p, pool_size=p["workers"] + 2, retry_deadline=p["retry_deadline"], max_qps=p["max_qps"])
     except CrdOpsError as exc:
-        m.fail(exc, changed=False)
-    transport = m.connect(pool_size=p["workers"] + 2, retry_deadline=p["retry_deadline"], max_qps=p["max_qps"])
+        return failure(exc, changed=False, exception=traceback.format_exc())
     cluster = transport.cluster_label
-    progress = ProgressFile(p["progress_file"], cluster, m.check_mode, m.module.warn)
+    progress = ProgressFile(p["progress_file"], cluster, check_mode, warn)
     facts = None
     try:
         crds = select_crds(transport, selection)
+        if follower is not None:
+            follower.expect(crds, transport)
+            progress.on_update = follower.update
         # every apiserver must write the new storage version before a pass starts (HA barrier); which ones
         # exist is settled here, before the first write (check mode predicts it)
-        plan, facts = plan_barrier_for(transport, crds, p, m.check_mode, m.module.warn)
+        plan, facts = plan_barrier_for(transport, crds, p, check_mode, warn)
         run_migration(transport, crds, options, plan or {}, progress, run)
     except CrdOpsError as exc:
-        m.fail(exc.with_context(cluster=cluster), changed=run.changed, crds=run.crds, totals=run.totals,
-               cluster=cluster, barrier=facts or getattr(exc, "facts", None))
+        return failure(exc.with_context(cluster=cluster), changed=run.changed, crds=run.crds, totals=run.totals,
+                       cluster=cluster, barrier=facts or getattr(exc, "facts", None), exception=traceback.format_exc())
     except Exception as exc:  # not ours (e.g. a credential plugin): partial results, no traceback, no secrets
         err = unexpected(exc, "the migration run", cluster=cluster)
-        m.module.fail_json(msg=str(err), error=err.to_dict(), changed=run.changed, crds=run.crds, totals=run.totals,
-                           cluster=cluster, barrier=facts)
+        return dict(failed=True, msg=str(err), error=err.to_dict(), changed=run.changed, crds=run.crds,
+                    totals=run.totals, cluster=cluster, barrier=facts)
     finally:
         transport.close()
     result = dict(changed=run.changed, crds=run.crds, totals=run.totals, cluster=cluster, barrier=facts)
@@ -480,7 +524,22 @@ def main():
     if problems:
         msg = "cluster %s: %d CRD(s) not fully migrated: %s" % (cluster, len(problems), "; ".join(problems))
         kind = next((c.get("aborted_kind") for c in run.crds if c.get("aborted_kind")), None) or "incomplete"
-        m.module.fail_json(msg=msg, error=dict(kind=kind, msg=msg, cluster=cluster), **result)
+        result.update(failed=True, msg=msg, error=dict(kind=kind, msg=msg, cluster=cluster))
+    return result
+
+
+def main():
+    m = CrdOpsModule(argument_spec(OPTIONS), supports_check_mode=True)
+    # Run as a module (remote host, async, or run_on_controller=never): SIGINT/SIGTERM stop the pass the same
+    # way (no new writes, checkpoint kept); the parent is not watched, because under `async` it is the
+    # job wrapper, not ansible-playbook.
+    stop = StopSignal()
+    with Supervision(stop, watch_parent=False, time_limit=m.params["time_limit"]):
+        result = migrate(m.params, m.check_mode, m.module.warn, stop=stop)
+    if stop.is_set() and result.get("failed"):
+        result["msg"] = "%s: %s" % (stop.reason, result["msg"])
+    if result.get("failed"):
+        m.module.fail_json(**result)
     m.module.exit_json(**result)
 
 

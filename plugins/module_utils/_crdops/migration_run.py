@@ -30,6 +30,7 @@ from .pass_lease import DEFAULT_NAMESPACE, LeaseHeldError, PassLease
 from .record import validate_record
 from .restore import RestoreOptions, StopCheck, check_migratable, fix_managed_fields, migrate_crd
 from .selection import get_crd
+from .stop import StopSignal
 from .transport import Transport
 
 TOTAL_KEYS = ("listed", "rewritten", "unchanged", "gone", "failed", "throttled", "skipped_by_checkpoint",
@@ -49,6 +50,7 @@ class RunOptions(object):
     # one pass per CRD at a time (pass_lease.py): the Lease's namespace, and how long to wait for another holder
     lease_namespace: str = DEFAULT_NAMESPACE
     lease_wait: float = 60.0
+    stop: Optional[StopSignal] = None  # Ctrl-C, SIGTERM or a vanished supervisor ends the pass (stop.py)
 
 
 @dataclass
@@ -96,13 +98,17 @@ class ProgressFile(object):
         self.on_error = on_error
         self.state = dict(cluster=cluster, crds_total=0, crds_done=0, current=None,
                           check_mode=check_mode)  # type: Dict[str, Any]
+        # a follower in the same process (the controller-side action prints progress lines from it)
+        self.on_update = None  # type: Optional[Callable[[Dict[str, Any]], None]]
 
     def update(self, info: Optional[Dict[str, Any]] = None) -> None:
-        if not self.path:
-            return
         if info is not None:
             self.state["current"] = info
         self.state["updated_at"] = time.time()
+        if self.on_update is not None:
+            self.on_update(dict(self.state))
+        if not self.path:
+            return
         try:
             fd, tmp = tempfile.mkstemp(prefix=".crdops-progress-", dir=os.path.dirname(os.path.abspath(self.path)))
             with os.fdopen(fd, "w") as fh:
@@ -160,7 +166,8 @@ def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier_transp
     if not check_mode:
         _emit(transport, crd, errors, PASS_STARTED, started_message(crd))
     try:
-        entry = migrate_crd(transport, crd, options.restore, progress=progress.update, stop_check=stop_check).to_dict()
+        entry = migrate_crd(transport, crd, options.restore, progress=progress.update, stop_check=stop_check,
+                            stop=options.stop).to_dict()
     except CrdOpsError as exc:
         if not check_mode:
             _emit(transport, crd, errors, PASS_FAILED, "Pass at storage version %s stopped: %s" % (
@@ -178,7 +185,7 @@ def run_managed_fields_pass(transport: Transport, crd: Crd, options: RunOptions,
                             progress: ProgressFile, stop_check: Optional[StopCheck] = None) -> Dict[str, Any]:
     """For a skipped CRD: fix stale managedFields entries; an Event only when something was (to be) written."""
     entry = fix_managed_fields(transport, crd, options.restore, progress=progress.update,
-                               stop_check=stop_check).to_dict()
+                               stop_check=stop_check, stop=options.stop).to_dict()
     errors = []  # type: List[str]
     if not options.restore.check_mode and (entry["objects_with_stale_managed_fields"] or problem_of(entry)):
         reason, message, warning = finished_event(entry)

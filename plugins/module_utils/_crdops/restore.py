@@ -41,6 +41,7 @@ from .object_write import (  # noqa: F401 - outcome kinds and restore_object are
     restore_object,
 )
 from .preflight import predict_rejections
+from .stop import StopSignal
 from .record import (
     CARRIED_COUNTS,
     Checkpoint,
@@ -209,7 +210,7 @@ class RestorePass(object):
     def __init__(self, transport: Transport, crd: Crd, options: RestoreOptions, *, probe: Optional[ProbeFn] = None,
                  progress: Optional[ProgressFn] = None, clock: Callable[[], float] = time.monotonic,
                  now: Callable[[], str] = utc_now, managed_fields_only: bool = False,
-                 stop_check: Optional[StopCheck] = None) -> None:
+                 stop_check: Optional[StopCheck] = None, stop: Optional[StopSignal] = None) -> None:
         self.transport = transport
         self.crd = crd
         self.options = options
@@ -238,6 +239,13 @@ class RestorePass(object):
         self.relists_seen = 0
         self._start = clock()
         self._throttled_before = 0
+        # writes answered so far, counted in the workers: a gentle run (low max_qps) drains a page only every
+        # page_size / max_qps seconds, and progress lines should move in between (report at most once a second)
+        self._live_lock = threading.Lock()
+        self._live_done = 0
+        self._live_reported = time.monotonic()
+        if stop is not None:  # a signal or a vanished supervisor ends the pass like a fatal error (stop.py)
+            stop.listen(self.stop)
 
     # -- the pass ---------------------------------------------------------------------------------------------
     def run(self) -> CrdResult:
@@ -377,7 +385,19 @@ class RestorePass(object):
             outcome = Outcome(FAILED, err, stale_object=ref.stale is not None)
         if outcome.error is not None and isinstance(outcome.error, FATAL_ERRORS):
             self.stop(str(outcome.error), outcome.error.kind)
+        self.count_live()
         return outcome
+
+    def count_live(self) -> None:
+        """One more write answered; report progress from this worker when a second has passed since the last."""
+        with self._live_lock:
+            self._live_done += 1
+            now = time.monotonic()
+            due = self.progress is not None and now - self._live_reported >= 1.0
+            if due:
+                self._live_reported = now
+        if due:
+            self.report_progress()
 
     # -- accounting ---------------------------------------------------------------------------------------------
     def drain_all(self) -> None:
@@ -470,6 +490,7 @@ class RestorePass(object):
         r = self.result
         elapsed = max(self.clock() - self._start, 1e-9)
         self.progress({"crd": self.crd.name, "pages": r.pages, "listed": self.stats.listed, "done": self.done(),
+                       "answered": self._live_done,  # writes answered, page not yet counted (see count_live)
                        "rewritten": r.rewritten, "unchanged": r.unchanged, "gone": r.gone, "failed": r.failed,
                        "skipped_by_checkpoint": r.skipped_by_checkpoint,
                        "managed_fields_rewritten": r.managed_fields_rewritten,
@@ -525,6 +546,7 @@ def migrate_crd(
     clock: Callable[[], float] = time.monotonic,
     now: Callable[[], str] = utc_now,
     stop_check: Optional[StopCheck] = None,
+    stop: Optional[StopSignal] = None,
 ) -> CrdResult:
     """Run one complete re-store pass over ``crd`` (as read when the pass starts) and, when it is
     complete with zero failures, write the migration record. Never raises for per-object errors;
@@ -532,7 +554,7 @@ def migrate_crd(
     ``aborted_reason`` set. Bad input raises before anything is written."""
     _prepare(transport, crd, options)
     return RestorePass(transport, crd, options, probe=probe, progress=progress, clock=clock, now=now,
-                       stop_check=stop_check).run()
+                       stop_check=stop_check, stop=stop).run()
 
 
 def fix_managed_fields(
@@ -545,6 +567,7 @@ def fix_managed_fields(
     clock: Callable[[], float] = time.monotonic,
     now: Callable[[], str] = utc_now,
     stop_check: Optional[StopCheck] = None,
+    stop: Optional[StopSignal] = None,
 ) -> CrdResult:
     """A managedFields-only pass for a CRD whose re-store is already done: list every object (metadata only)
     and write only those carrying managedFields entries at a version other than the storage version.
@@ -552,7 +575,7 @@ def fix_managed_fields(
     _prepare(transport, crd, options)
     opts = replace(options, use_checkpoint=False, write_record=False)
     return RestorePass(transport, crd, opts, probe=probe, progress=progress, clock=clock, now=now,
-                       managed_fields_only=True, stop_check=stop_check).run()
+                       managed_fields_only=True, stop_check=stop_check, stop=stop).run()
 
 
 def _throttled(transport: Transport) -> int:

@@ -1,0 +1,87 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The controller-side action of crd_storage_migrate: where it runs the pass, what it prints, how a stop reads."""
+from __future__ import annotations
+
+from unittest.mock import MagicMock
+
+import pytest
+
+from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import argument_spec, validate_args
+from ansible_collections.crdops.migration.plugins.modules.crd_storage_migrate import OPTIONS
+
+
+def _import_action():
+    """Importing controller code marks the process as the controller (ansible-core 2.19), and then a module's
+    warnings go to Display instead of its result; the module tests of this session must not see that."""
+    try:
+        from ansible.module_utils import _internal
+    except ImportError:  # ansible-core < 2.19
+        _internal = None
+    was = getattr(_internal, "is_controller", False)
+    from ansible_collections.crdops.migration.plugins.action import crd_storage_migrate
+    if _internal is not None:
+        _internal.is_controller = was
+    return crd_storage_migrate
+
+
+action = _import_action()
+
+NAME = "crontabs.stable.example.com"
+
+
+def make(args=None, transport="local", async_val=0, become=False, check_mode=False, environment=None):
+    task = MagicMock()
+    task.environment = environment
+    task.args = dict(args or {"names": [NAME], "kubeconfig": "/nonexistent"})
+    task.async_val = async_val
+    task.check_mode = check_mode
+    connection = MagicMock()
+    connection.transport = transport
+    play_context = MagicMock()
+    play_context.become = become
+    play_context.check_mode = check_mode
+    return action.ActionModule(task, connection, play_context, MagicMock(), MagicMock(), MagicMock())
+
+
+@pytest.mark.parametrize("kw,why", [
+    ({}, None),
+    ({"transport": "ssh"}, "connection ssh"),
+    ({"async_val": 60}, "async"),
+    ({"become": True}, "become"),
+    ({"environment": [{"K8S_AUTH_CONTEXT": "x"}]}, "task environment"),
+    ({"args": {"names": [NAME], "run_on_controller": "never"}}, "run_on_controller=never"),
+])
+def test_the_pass_runs_on_the_controller_only_where_the_task_would_anyway(kw, why):
+    assert make(**kw).not_on_controller() == why
+
+
+def test_controller_run_prints_progress_lines_and_a_stop_reads_as_such(monkeypatch):
+    lines = []
+    monkeypatch.setattr(action.display, "display", lambda msg, *a, **k: lines.append(msg))
+
+    def fake_migrate(params, check_mode, warn, stop=None, follower=None):
+        follower.totals[NAME] = 3000
+        for done in range(1, 3001):
+            follower.update({"crds_total": 1, "crds_done": 0, "current": {"crd": NAME, "done": done, "objects_per_s": 100.0}})
+        stop.request("stopped by signal SIGTERM")
+        return dict(changed=True, cluster="c1", crds=[dict(name=NAME, rewritten=2990, unchanged=10, gone=0)],
+                    failed=True, msg="cluster c1: 1 CRD(s) not fully migrated: [CRD %s] pass stopped" % NAME)
+
+    monkeypatch.setattr(action, "migrate", fake_migrate)
+    params, _no_log, errors = validate_args(argument_spec(OPTIONS), {"names": [NAME], "progress_interval": 0.001})
+    assert errors == []
+    res = make().run_here(params, "cluster-a")
+    assert res["failed"] and res["msg"].startswith(
+        "cluster c1: stopped by signal SIGTERM: no write was started after it; the writes in flight finished, "
+        "the resume checkpoint is kept and nothing was trimmed. Run again to resume. cluster c1: 1 CRD(s)")
+    assert lines and lines[-1].startswith("cluster-a | CRD 1/1 %s: 3000/3000 objects (100.0%%)" % NAME), lines[-1:]
+
+
+def test_bad_args_fail_before_anything_runs_and_secrets_are_masked():
+    params, no_log, errors = validate_args(argument_spec(OPTIONS), {"names": [NAME], "api_key": "s3cr3t-token",
+                                                                    "workers": "many"})
+    assert "s3cr3t-token" in no_log and any("workers" in e for e in errors)
+    res = action.redact(dict(msg="token s3cr3t-token"), no_log)
+    assert "s3cr3t-token" not in res["msg"]
