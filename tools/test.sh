@@ -27,8 +27,10 @@ run() {
   else echo "=== [$CRDOPS_LEG] $name FAILED after $(( $(date +%s) - t0 ))s"; failed+=("$name"); fi
 }
 
-# the work tree before the run: its status must be the same after it
-before="$(git status --porcelain --untracked-files=all 2>/dev/null)"
+# The work tree before the run: its status, ignored files included (a report or cache written into the
+# tree is a write outside temp dirs too), must be the same after it. Python's bytecode caches excepted.
+tree_status() { git status --porcelain --untracked-files=all --ignored 2>/dev/null | grep -v -e '__pycache__/' -e '\.pytest_cache/'; }
+before="$(tree_status)"
 
 if [[ $mode == oldest ]]; then
   run unit python -m pytest tests/unit -p no:cacheprovider -q -rfE
@@ -41,7 +43,7 @@ else
   run molecule tools/molecule.sh
 fi
 
-after="$(git status --porcelain --untracked-files=all 2>/dev/null)"
+after="$(tree_status)"
 if [[ "$after" != "$before" ]]; then
   echo; echo "=== [$CRDOPS_LEG] work tree changed by the tests (they must write only under temp dirs and $CRDOPS_CACHE):"
   diff <(echo "$before") <(echo "$after") | sed -n 's/^> /  /p'

@@ -12,7 +12,7 @@ version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
 requirements:
-  - kubernetes >= 24.2.0, < 38 (CI tests both ends: 24.2.0 and 37.0.2)
+  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
   - PyYAML >= 6.0 (reads target_manifests given as file paths)
   - urllib3 (a dependency of kubernetes; reads etcd's grpc-gateway when O(etcd_url) is given)
   - orjson (optional, faster JSON decoding)

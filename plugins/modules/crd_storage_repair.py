@@ -12,7 +12,7 @@ version_added: 1.1.0
 author:
   - crdops.migration contributors (@crdops)
 requirements:
-  - kubernetes >= 24.2.0, < 38 (CI tests both ends: 24.2.0 and 37.0.2)
+  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
   - PyYAML (to read O(previous_manifests) files)
 description:
   - Repairs the state in which objects are still stored in etcd at a version the CRD no longer has, for

@@ -12,7 +12,7 @@ version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
 requirements:
-  - kubernetes >= 24.2.0, < 38 (CI tests both ends: 24.2.0 and 37.0.2)
+  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
   - urllib3 (a dependency of kubernetes; reads etcd's grpc-gateway)
 description:
   - Reads the selected CRDs through the API to learn group, plural and storage version, then reads every

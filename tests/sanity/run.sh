@@ -14,6 +14,7 @@
 #        SANITY_PYTHON   python version for --python (default: the venv's, e.g. 3.13 on the 2.21 leg)
 #        SANITY_TESTS    space separated tests to run (default: every offline-capable test)
 #        SANITY_KEEP=1   keep the temporary copy
+#        CRDOPS_CACHE    ansible-test's HOME is $CRDOPS_CACHE/ansible-test-home
 # Exit:  non-zero when any sanity test fails; the failing tests are named at the end.
 set -uo pipefail
 
@@ -22,6 +23,12 @@ SRC="${CRDOPS_SRC:-$(cd "$HERE/../.." && pwd)}"
 PY="${SANITY_PYTHON:-$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')}"
 
 fail() { echo "SANITY FAILED: $*" >&2; exit 1; }
+
+# ansible-test keeps its sanity venvs and its pip bootstrap under ~/.ansible/test (fixed paths, from HOME):
+# give it a HOME inside the project's cache dir so a test run writes nothing to the real home
+# (pip still reads /etc/pip.conf; the venvs are reused from there on the next run).
+export HOME="${CRDOPS_CACHE:-$HOME/.cache/crdops}/ansible-test-home"
+mkdir -p "$HOME"
 
 command -v ansible-test >/dev/null || fail "ansible-test not on PATH"
 
