@@ -79,7 +79,7 @@ crds:
   contains:
     name: {description: CRD name., type: str, returned: always}
     expected_api_version: {description: "C(<group>/<storage version>).", type: str, returned: always}
-    keys: {description: Number of keys in etcd for this CRD's objects., type: int, returned: always}
+    key_count: {description: Number of keys in etcd for this CRD's objects., type: int, returned: always}
     counts: {description: Keys per stored apiVersion., type: dict, returned: always, sample: {"example.com/v1beta1": 500}}
     mismatched: {description: Keys not at the expected apiVersion., type: int, returned: always}
     mismatched_keys: {description: Up to 20 such keys., type: list, elements: str, returned: always}
@@ -133,7 +133,7 @@ def main():
     if bad and p["fail_on_mismatch"]:
         first = bad[0]
         m.module.fail_json(msg="cluster %s: CRD %s: %d of %d keys in etcd are not stored at %s (for example %s)"
-                           % (transport.cluster_label, first["name"], first["mismatched"], first["keys"],
+                           % (transport.cluster_label, first["name"], first["mismatched"], first["key_count"],
                               first["expected_api_version"], ", ".join(first["mismatched_keys"][:3])), **result)
     m.module.exit_json(**result)
 
