@@ -1,6 +1,6 @@
-# Entry points; README explains them.
+# Entry points; README explains them. CRDOPS_LEG=2.16 selects the oldest-ansible venv (tools/env.sh).
 SHELL := /bin/bash
-.PHONY: setup demo test unit integration build-kcm down bench docs
+.PHONY: setup demo test test-oldest ci unit integration build-kcm down bench docs docs-reliability
 
 setup:            ## venv + control-plane binaries + collection link (idempotent)
 	tools/setup.sh
@@ -8,14 +8,24 @@ setup:            ## venv + control-plane binaries + collection link (idempotent
 demo: setup       ## three local clusters with CRDs at an old version, then the fleet upgrade
 	tools/demo.sh
 
-test:             ## every test: pytest (unit + real control plane), sanity, lint, molecule
+test:             ## every test on the main line (ansible-core 2.21): pytest (unit + real control plane), sanity, lint, molecule
 	tools/test.sh
+
+test-oldest:      ## the oldest claimed ansible-core (2.16): unit, sanity, the role's end-to-end proof
+	CRDOPS_LEG=2.16 tools/setup.sh
+	CRDOPS_LEG=2.16 tools/test.sh --oldest
+
+ci:               ## what .ci/run does: both legs, each in its own cached venv
+	.ci/run
 
 unit:
 	. tools/env.sh && python -m pytest tests/unit -q
 
 integration:
 	. tools/env.sh && python -m pytest tests/integration -q -rfE
+
+docs-reliability: ## regenerate the tracked docs/reliability.md from a green run of the fault scenarios
+	. tools/env.sh && CRDOPS_WRITE_DOCS=1 python -m pytest tests/integration -q -rfE --timeout=900
 
 build-kcm:        ## also build kube-controller-manager (benchmark against the in-tree migrator)
 	tools/setup.sh --with-kcm

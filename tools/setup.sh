@@ -1,21 +1,65 @@
 #!/usr/bin/env bash
-# Install everything the project needs on a fresh machine: Python venv with pinned dependencies,
-# the control-plane binaries (built from Go modules, cached by version) and this collection,
-# linked where Ansible finds it. Safe to rerun: cached pieces are skipped.
+# Install everything the project needs on a fresh machine: the Python venv of a CI leg with its pinned
+# dependencies (CRDOPS_LEG, see tools/env.sh), the control-plane binaries (built from Go modules, cached
+# by version), the Debian packages some tests use, and this collection, linked where Ansible finds it.
+# Safe to rerun: cached pieces are skipped.
+#   tools/setup.sh [--with-kcm]      CRDOPS_LEG=2.16 tools/setup.sh   (the oldest-ansible leg)
 set -euo pipefail
 # shellcheck source=env.sh source-path=SCRIPTDIR
 source "$(dirname "$0")/env.sh"
 
+# The leg's interpreter: the version named in its pin file, from pyenv, else python<major.minor> on PATH.
+find_python() {
+  local v="$CRDOPS_PYVER" mm="${CRDOPS_PYVER%.*}" root
+  root="$(pyenv root 2>/dev/null || echo "${PYENV_ROOT:-$HOME/.pyenv}")"
+  for cand in "$root/versions/$v/bin/python$mm" "$(command -v "python$mm" || true)"; do
+    if [[ -n "$cand" && -x "$cand" ]] && [[ "$("$cand" -c 'import platform; print(platform.python_version())')" == "$v"* ]]; then
+      echo "$cand"; return 0
+    fi
+  done
+  echo "setup: Python $v not found (pyenv install $v)" >&2; return 1
+}
+
 if [[ ! -f "$VENV/.complete" ]]; then
-  echo "== creating venv $VENV"
+  t0=$(date +%s)
+  py="$(find_python)"
+  echo "== creating venv $VENV (leg ansible-core $CRDOPS_LEG, $py)"
   rm -rf "$VENV"
-  python3 -m venv "$VENV"
+  "$py" -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --upgrade pip
-  "$VENV/bin/pip" install --quiet -r "$REPO_ROOT/requirements.txt" -r "$REPO_ROOT/test-requirements.txt"
+  "$VENV/bin/pip" install --quiet -r "$CRDOPS_LOCK"
+  # Collections only (the `ansible` package without its ansible-core pin): see the file's comment.
+  nodeps="$REPO_ROOT/requirements/ansible-$CRDOPS_LEG.collections.txt"
+  if [[ -f "$nodeps" ]]; then "$VENV/bin/pip" install --quiet --no-deps -r "$nodeps"; fi
   touch "$VENV/.complete"   # only a finished install counts; an interrupted one is redone
+  echo "== venv ready in $(( $(date +%s) - t0 ))s"
 else
   echo "== venv $VENV is ready"
 fi
+"$VENV/bin/python" - <<'PY'
+import ansible, importlib.metadata as md, json, pathlib, kubernetes
+import ansible_collections
+kc = next(pathlib.Path(p) / "kubernetes/core/MANIFEST.json" for p in ansible_collections.__path__
+          if (pathlib.Path(p) / "kubernetes/core/MANIFEST.json").exists())
+print(f"== leg: ansible-core {ansible.__version__}, kubernetes.core {json.loads(kc.read_text())['collection_info']['version']}, "
+      f"kubernetes {md.version('kubernetes')}, python {__import__('platform').python_version()}")
+PY
+
+# --- Debian packages used by tests (CI runs as root on a fresh machine) ------------------------------
+# haproxy: the load balancer in front of several kube-apiservers (HA tests);
+# chromium: headless browser that renders the HTML fleet report in a test.
+apt_missing=()
+command -v haproxy >/dev/null 2>&1 || [[ -x /usr/sbin/haproxy ]] || apt_missing+=(haproxy)
+command -v chromium >/dev/null 2>&1 || apt_missing+=(chromium)
+if ((${#apt_missing[@]})); then
+  echo "== apt-get install ${apt_missing[*]}"
+  if [[ $(id -u) == 0 ]]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${apt_missing[@]}" >/dev/null
+  else
+    echo "setup: not root, cannot install ${apt_missing[*]}: the tests needing them will fail" >&2
+  fi
+fi
+# --- end Debian packages -----------------------------------------------------------------------------
 
 # HAProxy (Debian package) fronts the HA pair in tests/integration/test_ha_loadbalancer.py.
 if ! command -v haproxy >/dev/null 2>&1 && [[ ! -x /usr/sbin/haproxy ]]; then
@@ -35,6 +79,6 @@ echo "== control plane binaries"
 "$REPO_ROOT/tests/controlplane/build.sh" "$@"
 
 # The collection is found under ansible_collections/crdops/migration; link the working tree there.
-mkdir -p "$ANSIBLE_COLLECTIONS_PATH/ansible_collections/crdops"
+mkdir -p "$ANSIBLE_COLLECTIONS_PATH/ansible_collections/crdops" "$ANSIBLE_HOME"
 ln -sfn "$REPO_ROOT" "$ANSIBLE_COLLECTIONS_PATH/ansible_collections/crdops/migration"
 echo "== setup done (venv: $VENV)"

@@ -24,7 +24,7 @@ def storage_diff_pruning(crds: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
         diff = crd.get("storage_diff") or {}
         if diff.get("checked") and diff.get("removed"):
             out.append({"name": crd.get("name"), "removed": dict(diff["removed"]),
-                        "compared": diff.get("compared", 0), "keys": diff.get("keys", 0),
+                        "compared": diff.get("compared", 0), "keys": diff.get("key_count", diff.get("keys", 0)),
                         "examples": {p: (diff.get("examples") or {}).get(p, []) for p in diff["removed"]}})
     return out
 
@@ -37,7 +37,7 @@ def storage_diff_lines(crds: List[Dict[str, Any]]) -> List[str]:
             lines.append("%s: stored values not checked (%s)" % (crd.get("name"), diff.get("reason") or "no result"))
             continue
         head = "%s: %d of %d stored objects compared at %s, %d would change beyond apiVersion" % (
-            crd.get("name"), diff.get("compared", 0), diff.get("keys", 0), diff.get("storage_version"),
+            crd.get("name"), diff.get("compared", 0), diff.get("key_count", diff.get("keys", 0)), diff.get("storage_version"),
             diff.get("would_change", 0))
         if diff.get("view") == "get":
             head += " (read with GET, no patch permission: defaults of the storage version may be missing)"

@@ -12,7 +12,7 @@ version_added: 1.1.0
 author:
   - crdops.migration contributors (@crdops)
 requirements:
-  - kubernetes >= 24.2.0 (tested with 37.0.2)
+  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
 description:
   - For a sample of the objects of each selected CRD, re-applies as each field manager with an C(Apply)
     entry in C(metadata.managedFields) exactly the fields that manager owns, with server-side apply,

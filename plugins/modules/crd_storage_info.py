@@ -12,7 +12,7 @@ version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
 requirements:
-  - kubernetes >= 24.2.0 (tested with 37.0.2)
+  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
   - PyYAML >= 6.0 (reads target_manifests given as file paths)
   - urllib3 (a dependency of kubernetes; reads etcd's grpc-gateway when O(etcd_url) is given)
   - orjson (optional, faster JSON decoding)
@@ -146,7 +146,7 @@ crds:
         reason: null
         storage_version: v1
         view: dry-run
-        keys: 3
+        key_count: 3
         sampled: 3
         compared: 3
         would_change: 3
@@ -170,7 +170,7 @@ crds:
               version does not show the storage version's defaults, so C(added) can miss some.
           type: str
           returned: when checked
-        keys: {description: "Keys of this resource in etcd (all of them, not only the sample).", type: int, returned: when checked}
+        key_count: {description: "Keys of this resource in etcd (all of them, not only the sample).", type: int, returned: when checked}
         sampled: {description: Keys read for the comparison., type: int, returned: when checked}
         compared: {description: Sampled objects compared (the others are counted in C(skipped))., type: int, returned: when checked}
         would_change:

@@ -12,7 +12,7 @@ version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
 requirements:
-  - kubernetes >= 24.2.0 (tested with 37.0.2)
+  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
   - orjson (optional, faster JSON decoding on the hot path)
 description:
   - Lists the objects of each selected CRD (metadata only, in pages) and sends each one an empty

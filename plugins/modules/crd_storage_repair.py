@@ -12,7 +12,7 @@ version_added: 1.1.0
 author:
   - crdops.migration contributors (@crdops)
 requirements:
-  - kubernetes >= 24.2.0 (tested with 37.0.2)
+  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
   - PyYAML (to read O(previous_manifests) files)
 description:
   - Repairs the state in which objects are still stored in etcd at a version the CRD no longer has, for
@@ -186,8 +186,6 @@ cluster:
   type: str
 '''
 
-import os
-
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import CrdOpsModule, argument_spec
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError, CrdOpsError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import (
@@ -199,7 +197,7 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection
 
 
 def options_from(p, check_mode):
-    manifests = tuple(os.path.expanduser(m) if isinstance(m, str) else m for m in p["previous_manifests"] or ())
+    manifests = tuple(p["previous_manifests"] or ())  # a path's ~ is expanded where the file is read
     if p["wait_timeout"] < 0 or p["retry_deadline"] < 0:
         raise BadInputError("wait_timeout and retry_deadline must be >= 0")
     if p["max_qps"] is not None and p["max_qps"] <= 0:

@@ -12,7 +12,7 @@ version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
 requirements:
-  - kubernetes >= 24.2.0 (tested with 37.0.2)
+  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
   - urllib3 (a dependency of kubernetes; reads etcd's grpc-gateway)
 description:
   - Reads the selected CRDs through the API to learn group, plural and storage version, then reads every
@@ -82,7 +82,7 @@ crds:
   contains:
     name: {description: CRD name., type: str, returned: always}
     expected_api_version: {description: "C(<group>/<storage version>).", type: str, returned: always}
-    keys: {description: Number of keys in etcd for this CRD's objects., type: int, returned: always}
+    key_count: {description: Number of keys in etcd for this CRD's objects., type: int, returned: always}
     counts: {description: Keys per stored apiVersion., type: dict, returned: always, sample: {"example.com/v1beta1": 500}}
     mismatched: {description: Keys not at the expected apiVersion., type: int, returned: always}
     mismatched_keys: {description: Up to 20 such keys., type: list, elements: str, returned: always}
@@ -162,7 +162,7 @@ def main():
     if bad and p["fail_on_mismatch"]:
         first = bad[0]
         m.module.fail_json(msg="cluster %s: CRD %s: %d of %d keys in etcd are not stored at %s (for example %s)"
-                           % (transport.cluster_label, first["name"], first["mismatched"], first["keys"],
+                           % (transport.cluster_label, first["name"], first["mismatched"], first["key_count"],
                               first["expected_api_version"], ", ".join(first["mismatched_keys"][:3])), **result)
     m.module.exit_json(**result)
 

@@ -12,7 +12,7 @@ version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
 requirements:
-  - kubernetes >= 24.2.0 (tested with 37.0.2)
+  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
 description:
   - Sets C(status.storedVersions) of each selected CRD to its storage version (or removes only O(versions)).
   - Requires a valid migration record written by M(crdops.migration.crd_storage_migrate) after a complete

@@ -82,6 +82,8 @@ def ansible_env(collections_path: str = COLLECTIONS_PATH) -> dict:
     import ansible_collections
     site = os.path.dirname(list(ansible_collections.__path__)[-1])
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "K8S_AUTH_"))}
+    # where ansible-core keeps its own files (tools/env.sh: under ~/.cache/crdops), not a behaviour setting
+    env.update({k: os.environ[k] for k in ("ANSIBLE_HOME", "ANSIBLE_REMOTE_TEMP") if k in os.environ})
     env.update(ANSIBLE_COLLECTIONS_PATH=f"{collections_path}:{site}", ANSIBLE_NOCOLOR="1",
                ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
     return env

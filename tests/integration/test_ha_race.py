@@ -69,7 +69,7 @@ def test_without_every_apiserver_named_the_module_fails_closed_and_writes_nothin
     s = seed_old_objects(a, "closed.crdops.test", 200, flip=False)
     flip_storage(a, s, "v1beta1")
     revision = current_revision(ha.etcd_url)
-    given = [b.url for _ in endpoints]
+    given = [b.url for _endpoint in endpoints]
     for check_mode in (True, False):
         out = run_module("crd_storage_migrate", dict(auth_args(ha, "ha-0"), names=[s.crd_name],
                                                      apiserver_endpoints=given), check_mode=check_mode)

@@ -11,32 +11,27 @@
 #
 # Usage: tests/sanity/run.sh [extra ansible-test args]
 # Env:   CRDOPS_SRC      tree to test (default: the repo holding this script)
-#        SANITY_PYTHON   python version for --python (default 3.11)
+#        SANITY_PYTHON   python version for --python (default: the venv's, e.g. 3.13 on the 2.21 leg)
 #        SANITY_TESTS    space separated tests to run (default: every offline-capable test)
 #        SANITY_KEEP=1   keep the temporary copy
+#        CRDOPS_CACHE    ansible-test's HOME is $CRDOPS_CACHE/ansible-test-home
 # Exit:  non-zero when any sanity test fails; the failing tests are named at the end.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SRC="${CRDOPS_SRC:-$(cd "$HERE/../.." && pwd)}"
-PY="${SANITY_PYTHON:-3.11}"
+PY="${SANITY_PYTHON:-$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')}"
 
 fail() { echo "SANITY FAILED: $*" >&2; exit 1; }
 
-# Every sanity test ansible-test 2.19 offers a collection, except pslint (needs PowerShell;
-# the collection ships none). shellcheck joins when its binary is installed.
-DEFAULT_TESTS="action-plugin-docs ansible-doc changelog compile empty-init ignores import
-line-endings no-assert no-get-exception no-illegal-filenames no-smart-quotes pep8 pylint
-replace-urlopen runtime-metadata shebang symlinks use-argspec-type-path use-compat-six
-validate-modules yamllint"
-if command -v shellcheck >/dev/null 2>&1; then
-  DEFAULT_TESTS="$DEFAULT_TESTS shellcheck"
-else
-  echo "WARNING: sanity test 'shellcheck' SKIPPED: no shellcheck binary (apt-get install shellcheck)" >&2
-fi
-TESTS="${SANITY_TESTS:-$DEFAULT_TESTS}"
+# ansible-test keeps its sanity venvs and its pip bootstrap under ~/.ansible/test (fixed paths, from HOME):
+# give it a HOME inside the project's cache dir so a test run writes nothing to the real home
+# (pip still reads /etc/pip.conf; the venvs are reused from there on the next run).
+export HOME="${CRDOPS_CACHE:-$HOME/.cache/crdops}/ansible-test-home"
+mkdir -p "$HOME"
 
 command -v ansible-test >/dev/null || fail "ansible-test not on PATH"
+
 command -v "python$PY" >/dev/null || fail "python$PY not on PATH"
 [[ -f "$SRC/galaxy.yml" ]] || fail "no galaxy.yml in $SRC"
 if compgen -G "$SRC/tests/sanity/ignore-*.txt" >/dev/null; then
@@ -64,6 +59,15 @@ echo "sanity: testing a copy at $DEST (python $PY, pip bootstrap $CACHED)"
 
 # 3. One ansible-test call; it runs every test and lists the failed ones at the end.
 cd "$DEST" || fail "cd $DEST"
+# Every sanity test this ansible-test offers a collection (the list differs between 2.16 and 2.21),
+# except pslint (needs PowerShell; the collection ships none). shellcheck joins when its binary is installed.
+DEFAULT_TESTS="$(ansible-test sanity --list-tests 2>/dev/null | grep -vx pslint | tr '\n' ' ')"
+[[ -n "${DEFAULT_TESTS// }" ]] || fail "ansible-test sanity --list-tests listed nothing"
+if ! command -v shellcheck >/dev/null 2>&1; then
+  DEFAULT_TESTS="$(tr ' ' '\n' <<<"$DEFAULT_TESTS" | grep -vx shellcheck | tr '\n' ' ')"
+  echo "WARNING: sanity test 'shellcheck' SKIPPED: no shellcheck binary (apt-get install shellcheck)" >&2
+fi
+TESTS="${SANITY_TESTS:-$DEFAULT_TESTS}"
 args=()
 for t in $TESTS; do args+=(--test "$t"); done
 ansible-test sanity --python "$PY" --color no "${args[@]}" "$@" 2>&1 | tee "$WORK/sanity.log"

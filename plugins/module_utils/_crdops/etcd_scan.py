@@ -69,8 +69,10 @@ class EtcdScanResult:
         return self.problem is None and self.total == self.counts.get(self.expected_api_version, 0)
 
     def as_dict(self) -> dict:
+        # "keys" is the pre-1.1 name of key_count, still returned for playbooks that read it (ansible-core
+        # 2.21's validate-modules refuses a documented return key that shadows a dict method).
         return {"name": self.crd, "expected_api_version": self.expected_api_version, "revision": self.revision,
-                "keys": self.total, "counts": dict(self.counts), "verified": self.verified,
+                "key_count": self.total, "keys": self.total, "counts": dict(self.counts), "verified": self.verified,
                 "mismatched_keys": list(self.mismatched_keys),
                 "mismatched": self.total - self.counts.get(self.expected_api_version, 0),
                 "prefix": self.prefix, "api_objects": self.api_objects, "problem": self.problem}

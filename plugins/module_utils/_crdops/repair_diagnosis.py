@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -137,7 +138,8 @@ def _manifest_docs(path: str) -> List[Any]:
     if not HAS_YAML:
         raise BadInputError("PyYAML is required to read previous_manifests")
     try:
-        with open(path, "r", encoding="utf-8") as fh:
+        # list elements are paths or inline dicts, so the option cannot be type=path: expand ~ here
+        with open(os.path.expanduser(path), "r", encoding="utf-8") as fh:
             docs = [d for d in yaml.safe_load_all(fh) if d is not None]
     except OSError as exc:
         raise BadInputError("cannot read previous release manifest %s: %s" % (path, exc.strerror or exc))

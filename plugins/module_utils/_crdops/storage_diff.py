@@ -74,6 +74,7 @@ class StorageDiff:
     def as_dict(self) -> Dict[str, Any]:
         out = {"checked": True, "reason": None}
         out.update({k: (dict(v) if isinstance(v, dict) else v) for k, v in self.__dict__.items()})
+        out["key_count"] = self.keys  # documented name; "keys" shadows a dict method in Jinja (kept as alias)
         return out
 
 

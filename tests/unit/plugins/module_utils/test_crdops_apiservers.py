@@ -164,8 +164,8 @@ def test_unreachable_endpoint_slice_addresses_do_not_count_and_are_named():
     c = cluster(leases=[("apiserver-a", 2.0), ("apiserver-b", 8.0)],
                 slices=[kube_slice(["10.0.0.11", "10.0.0.12"])])
     dead = FakeCluster()
-    dead.hooks.append(lambda *a: (_ for _ in ()).throw(CrdOpsError("GET /version: connection failed",
-                                                                   api_message="ConnectTimeoutError")))
+    dead.hooks.append(lambda *a: (_x for _x in ()).throw(CrdOpsError("GET /version: connection failed",
+                                                                     api_message="ConnectTimeoutError")))
     c.endpoints_by_url["https://10.0.0.12:6443"] = dead
     with pytest.raises(BarrierRefusedError) as err:
         plan(c)

@@ -37,13 +37,13 @@ def test_new_connection_per_request_opens_one_tcp_connection_per_poll():
     try:
         url = "http://127.0.0.1:%d" % server.server_address[1]
         kept = HttpTransport(urllib3.PoolManager(maxsize=2), url, cluster_label="t")
-        for _ in range(5):
+        for _attempt in range(5):
             assert kept.request("GET", "/version").ok
         assert len(CountingHandler.connections) == 1  # the pool keeps one connection alive
         CountingHandler.connections.clear()
         fresh = HttpTransport(urllib3.PoolManager(maxsize=2), url, cluster_label="t").for_endpoint(
             url, new_connection_per_request=True)
-        for _ in range(5):
+        for _attempt in range(5):
             assert fresh.request("GET", "/version").ok
         assert len(CountingHandler.connections) == 5
     finally:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
+from tests.unit.compat import patch_module_args
 
 from ansible_collections.crdops.migration.plugins.module_utils import _crdops_glue
 from ansible_collections.crdops.migration.plugins.modules import crd_client_check
