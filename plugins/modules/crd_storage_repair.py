@@ -43,6 +43,7 @@ description:
 extends_documentation_fragment:
   - crdops.migration._auth
   - crdops.migration._selection
+  - crdops.migration._etcd
   - crdops.migration._attributes
   - crdops.migration._attributes.actiongroup_crdops
 attributes:
@@ -76,19 +77,6 @@ options:
         objects are stored at, and count them) and after the re-store (every key must be at the storage version
         before the trim).
     type: str
-  etcd_prefix:
-    description: The apiserver's C(--etcd-prefix).
-    type: str
-    default: /registry
-  etcd_ca_cert:
-    description: CA bundle of etcd's serving certificate.
-    type: path
-  etcd_client_cert:
-    description: Client certificate etcd accepts.
-    type: path
-  etcd_client_key:
-    description: Key of O(etcd_client_cert).
-    type: path
   page_size:
     description: Objects per LIST page (probe and re-store). Must be greater than 0.
     type: int

@@ -27,6 +27,7 @@ description:
 extends_documentation_fragment:
   - crdops.migration._auth
   - crdops.migration._selection
+  - crdops.migration._etcd
   - crdops.migration._attributes
   - crdops.migration._attributes.actiongroup_crdops
 attributes:
@@ -41,19 +42,6 @@ options:
     description: Client URL of one etcd member, for example V(https://10.0.0.5:2379).
     type: str
     required: true
-  etcd_prefix:
-    description: The apiserver's C(--etcd-prefix).
-    type: str
-    default: /registry
-  etcd_ca_cert:
-    description: CA bundle that signed etcd's serving certificate (for V(https://) URLs).
-    type: path
-  etcd_client_cert:
-    description: Client certificate etcd accepts (for example the apiserver's etcd client certificate).
-    type: path
-  etcd_client_key:
-    description: Key of O(etcd_client_cert).
-    type: path
   fail_on_mismatch:
     description: Fail when any key of a selected CRD is not stored at the storage version.
     type: bool
