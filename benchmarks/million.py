@@ -127,11 +127,13 @@ def main() -> int:
     ap.add_argument("--progress-interval", type=float, default=30)
     ap.add_argument("--run-on-controller", default="auto", choices=["auto", "never"])
     ap.add_argument("--rss-budget-mb", type=float, default=30)
+    ap.add_argument("--apiserver-arg", action="append", default=[],
+                    help="extra kube-apiserver flag (repeatable), e.g. --apiserver-arg=--watch-cache=false")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
     work = Path(tempfile.mkdtemp(prefix="crdops-million-"))
     t0 = time.monotonic()
-    cluster = start_cluster("million", work / "million", find_binaries())
+    cluster = start_cluster("million", work / "million", find_binaries(), extra_args=tuple(args.apiserver_arg))
     try:
         kube = admin_kube(cluster)
         runs = [one_size(cluster, kube, n, work, args) for n in sizes]
