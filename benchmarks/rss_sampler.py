@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 
 def _status(pid: int) -> dict[str, int]:
