@@ -535,6 +535,15 @@ def main() -> int:
     return 0 if all(r["ok"] for r in raw) else 1
 
 
+KEEP_MARKER = "<!-- scale runs (benchmarks/fleet10.py, benchmarks/million.py): kept as is by benchmarks/run.py -->"
+
+
+def kept_tail(out: Path) -> str:
+    """The hand-recorded scale runs below KEEP_MARKER survive a regeneration of the generated part."""
+    old = out.read_text() if out.exists() else ""
+    return "\n" + old[old.index(KEEP_MARKER):] if KEEP_MARKER in old else ""
+
+
 def seed_via_etcd(kube, etcd_url: str, group: str, n: int) -> None:
     """The CRD at v1alpha1 (through the API), then N objects written straight into etcd exactly as the
     apiserver stores them at v1alpha1 (JSON, with the managedFields entry a create would add), 128 per
@@ -786,7 +795,7 @@ Failures: {fail_text}
 
 </details>
 """
-    Path(args.out).write_text(doc)
+    Path(args.out).write_text(doc + kept_tail(Path(args.out)))
     print(f"wrote {args.out}" + (f" and {png}" if plotted else ""))
 
 
