@@ -65,6 +65,7 @@ _ANSIBLE_DOCS = 'https://docs.ansible.com/projects/ansible/latest/'
 _ANSIBLE_LABELS = {
     'common_return_values': 'reference_appendices/common_return_values.html',
     'ansible_configuration_settings': 'reference_appendices/config.html',
+    'action_plugins': 'plugins/action.html',  # the note on a module that has an action plugin
 }
 _PLUGIN_LABEL = _re.compile(r'^ansible_collections\.([a-z0-9_]+)\.([a-z0-9_]+)\.([a-z0-9_]+_[a-z]+)$')
 

@@ -89,7 +89,7 @@ class DelayProxy:
     def _accept_loop(self) -> None:
         while not self._stopped:
             try:
-                down, _ = self._server.accept()
+                down, _peer = self._server.accept()
             except OSError:
                 return
             try:

@@ -18,7 +18,7 @@ def _echo_server() -> socket.socket:
     def serve():
         while True:
             try:
-                conn, _ = srv.accept()
+                conn, _peer = srv.accept()
             except OSError:
                 return
 

@@ -44,7 +44,11 @@ def test_a_worker_exception_that_is_not_ours_stops_the_pass_without_secrets():
 
 def test_an_exception_while_listing_stops_the_pass():
     c = cluster()
-    c.hooks.append(lambda m, p, q, b: (_ for _ in ()).throw(ValueError("bad")) if q.get("continue") else None)
+    def fail_on_second_page(method, path, query, body):
+        if query.get("continue"):
+            raise ValueError("bad")
+
+    c.hooks.append(fail_on_second_page)
     r = migrate_crd(c, get_crd(c, NAME), RestoreOptions(page_size=2, workers=1))
     assert r.aborted_kind == "unexpected" and "unexpected ValueError: bad" in r.aborted_reason
     # the stop reaches the worker whatever it was doing: no write after it, every listed object accounted for
