@@ -44,6 +44,7 @@ def test_a_worker_exception_that_is_not_ours_stops_the_pass_without_secrets():
 
 def test_an_exception_while_listing_stops_the_pass():
     c = cluster()
+
     def fail_on_second_page(method, path, query, body):
         if query.get("continue"):
             raise ValueError("bad")
