@@ -23,7 +23,9 @@ from ansible.utils.vars import merge_hash
 from ansible_collections.crdops.migration.plugins.module_utils._crdops import connection as _connection
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.follow import ProgressFollower, run_followed
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.stop import StopSignal, Supervision
-from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import argument_spec, redact, validate_args
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import (
+    argument_spec, failure, redact, restated, validate_args)
 from ansible_collections.crdops.migration.plugins.modules.crd_storage_migrate import OPTIONS, migrate
 
 display = Display()
@@ -70,7 +72,7 @@ class ActionModule(ActionBase):
             return result
         params, no_log, errors = validate_args(argument_spec(OPTIONS), self._task.args)
         if errors:
-            return merge_hash(result, redact(dict(failed=True, msg="; ".join(errors)), no_log))
+            return merge_hash(result, redact(failure(BadInputError("; ".join(errors)), changed=False), no_log))
         label = (task_vars or {}).get("inventory_hostname") or "localhost"
         return merge_hash(result, redact(self.run_here(params, label), no_log))
 
@@ -89,7 +91,7 @@ class ActionModule(ActionBase):
                                 follower=follower),
                 follower, emit, float(params["progress_interval"] or 0))
         if stop.is_set():
-            res.update(failed=True, msg=stopped_message(stop.reason, res))
+            res = restated(res, stopped_message(stop.reason, res), "stopped")
         if warnings:
             res["warnings"] = warnings
         return res

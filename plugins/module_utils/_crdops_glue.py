@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import copy
 import os
+import sys
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops import connection as _connection
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import Selection
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.connection import TransportOptions
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import (
+    BadInputError, CrdOpsError, OutcomeError, UnexpectedError, unexpected)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import Selection, select_crds
 
 # Same names, aliases, types, no_log flags and K8S_AUTH_* variables as kubernetes.core
 # (plugins/module_utils/args_common.py AUTH_ARG_SPEC; env handling of k8s/client.py).
@@ -108,52 +111,130 @@ def kubeconfig_secret_values(value):
     return out
 
 
+def kubeconfig_check(params):
+    """(the kubeconfig's secret values to mask, an error message or None)."""
+    kubeconfig = params.get("kubeconfig")
+    if isinstance(kubeconfig, dict):
+        return kubeconfig_secret_values(kubeconfig), None
+    if kubeconfig is not None and not isinstance(kubeconfig, str):
+        return set(), "kubeconfig must be a path (string) or a kubeconfig dict, got %s" % type(kubeconfig).__name__
+    return set(), None
+
+
+class MissingLibrary(CrdOpsError):
+    """A Python library the task needs is not importable where the module runs."""
+
+    kind = "missing_library"
+
+    def __init__(self, library, import_error=None):
+        super().__init__(missing_required_lib(library), api_message=import_error)
+
+    def __str__(self):
+        return self.message
+
+
+def require(library, present, import_error=None):
+    """Raise MissingLibrary (Ansible's standard message) unless ``present``."""
+    if not present:
+        raise MissingLibrary(library, import_error)
+
+
+class Job(object):
+    """What one module does between the skeleton's steps (``execute``): connect, select, run, close, fail.
+
+    A subclass sets ``RESULT`` (the keys every result of the module has, failed or not) and ``WHAT`` (names the
+    task in an unexpected error), and overrides ``prepare`` (every option check, through the engine's options
+    dataclasses; raises before anything is connected), ``run`` (the work over the selected CRDs, filling
+    ``self.result``), and where needed ``transport_options``, ``finish`` (an outcome that fails the task raises
+    ``OutcomeError``), ``close`` and ``partial`` (what a failed result keeps)."""
+
+    RESULT = {}
+    WHAT = "the task"
+
+    def __init__(self, params, check_mode=False, warn=None, diff=False):
+        self.params = params
+        self.check_mode = bool(check_mode)
+        self.warn = warn or (lambda msg: None)
+        self.diff = bool(diff)
+        self.result = dict(copy.deepcopy(self.RESULT), changed=False)
+
+    def prepare(self):
+        pass
+
+    def transport_options(self):
+        return TransportOptions(pool_size=2, connect_timeout=self.params.get("connect_timeout"))
+
+    def run(self, transport, crds):
+        raise NotImplementedError
+
+    def finish(self):
+        pass
+
+    def close(self):
+        pass
+
+    def partial(self, error=None):
+        return self.result
+
+
+def execute(job):
+    """The one skeleton of every module: check, connect, select, run, close. Never raises: a failure is a
+    result with ``failed``, ``msg`` and ``error`` (``kind`` and the cluster/CRD/object it concerns) plus what
+    the job did so far (``Job.partial``)."""
+    try:
+        job.prepare()
+        selection = selection_from(job.params)
+        selection.validate()
+        link = job.transport_options()
+        link.validate()
+        transport = connect_from(job.params, link)
+    except CrdOpsError as exc:
+        job.close()
+        return failure(exc, **job.partial(exc))
+    cluster = job.result["cluster"] = transport.cluster_label
+    try:
+        job.run(transport, select_crds(transport, selection))
+        job.finish()
+    except CrdOpsError as exc:
+        return failure(exc.with_context(cluster=cluster), **job.partial(exc))
+    except Exception as exc:  # not ours (a credential plugin, a library): scrubbed, no traceback, no secrets
+        return failure(unexpected(exc, job.WHAT, cluster=cluster), **job.partial(exc))
+    finally:
+        job.close()
+        transport.close()
+    return job.result
+
+
 class CrdOpsModule(object):
-    """Thin wrapper: AnsibleModule + dependency check + kubeconfig redaction + engine connection."""
+    """AnsibleModule + dependency check + kubeconfig redaction; ``exit`` ends the module with a result."""
 
     def __init__(self, argument_spec, **kwargs):
         kwargs.setdefault("supports_check_mode", True)
         self.module = AnsibleModule(argument_spec=argument_spec, **kwargs)
-        if not _connection.HAS_KUBERNETES:
-            self.module.fail_json(msg=missing_required_lib("kubernetes"),
-                                  exception=_connection.KUBERNETES_IMPORT_ERROR)
-        kubeconfig = self.module.params.get("kubeconfig")
-        if isinstance(kubeconfig, dict):
-            self.module.no_log_values.update(kubeconfig_secret_values(kubeconfig))
-        elif kubeconfig is not None and not isinstance(kubeconfig, str):
-            self.module.fail_json(msg="kubeconfig must be a path (string) or a kubeconfig dict, got %s"
-                                  % type(kubeconfig).__name__)
         self.params = self.module.params
         self.check_mode = self.module.check_mode
-
-    def require_lib(self, library, present, import_error=None):
-        """Fail with Ansible's standard missing-library message unless ``present``."""
-        if not present:
-            self.module.fail_json(msg=missing_required_lib(library), exception=import_error)
-
-    def connection_options(self):
-        return connection_options_from(self.params)
-
-    def selection(self):
-        return selection_from(self.params)
-
-    def connect(self, pool_size=10, retry_deadline=120.0, max_qps=None):
-        connect_timeout = self.params.get("connect_timeout")
-        if connect_timeout is not None and connect_timeout <= 0:
-            self.module.fail_json(msg="connect_timeout must be > 0, got %s" % connect_timeout)
+        secrets, problem = kubeconfig_check(self.params)
+        self.module.no_log_values.update(secrets)
         try:
-            return connect_from(self.params, pool_size=pool_size, retry_deadline=retry_deadline, max_qps=max_qps)
+            require("kubernetes", _connection.HAS_KUBERNETES, _connection.KUBERNETES_IMPORT_ERROR)
+            if problem:
+                raise BadInputError(problem)
         except CrdOpsError as exc:
-            self.fail(exc)
+            self.exit(failure(exc, changed=False))
 
-    def fail(self, error, **partial):
-        """``fail_json`` with a complete message (cluster, CRD, object, API message) and partial results."""
-        if isinstance(error, CrdOpsError):
-            partial.setdefault("error", error.to_dict())
-            msg = str(error)
-        else:
-            msg = "%s: %s" % (type(error).__name__, error)
-        self.module.fail_json(msg=msg, exception=traceback.format_exc(), **partial)
+    def job(self, job_class, **kwargs):
+        return job_class(self.params, self.check_mode, self.module.warn, diff=self.module._diff, **kwargs)
+
+    def exit(self, result):
+        if result.get("failed"):
+            self.module.fail_json(**result)
+        self.module.exit_json(**result)
+
+
+def run_module(spec, job_class):
+    """``main()`` of a module: parse the args, run its job through the skeleton, exit with the result."""
+    m = CrdOpsModule(spec)
+    m.exit(execute(m.job(job_class)))
 
 
 def connect(options, **kwargs):
@@ -182,21 +263,29 @@ def selection_from(p):
                      allow_empty=bool(p.get("allow_empty")))
 
 
-def connect_from(params, pool_size=10, retry_deadline=120.0, max_qps=None):
-    """The engine transport for validated params; raises CrdOpsError."""
+def connect_from(params, link):
+    """The engine transport for validated params and TransportOptions; raises CrdOpsError."""
     options = connection_options_from(params)
-    return connect(options, cluster_label=options.cluster_label(), pool_size=pool_size,
-                   retry_deadline=retry_deadline, max_qps=max_qps, connect_timeout=params.get("connect_timeout"))
+    return connect(options, cluster_label=options.cluster_label(), pool_size=link.pool_size,
+                   retry_deadline=link.retry_deadline, max_qps=link.max_qps, connect_timeout=link.connect_timeout)
 
 
 def failure(error, **partial):
-    """A failed result (as ``CrdOpsModule.fail`` builds it) for code that returns results instead of exiting."""
-    if isinstance(error, CrdOpsError):
-        partial.setdefault("error", error.to_dict())
-        msg = str(error)
-    else:
-        msg = "%s: %s" % (type(error).__name__, error)
-    return dict(partial, failed=True, msg=msg)
+    """A failed result: ``msg`` (cluster, CRD, object, API message), ``error`` (its kind and parts) and the
+    partial results. A foreign exception is scrubbed first; only our own errors keep their traceback."""
+    if not isinstance(error, CrdOpsError):
+        error = unexpected(error, "the task")
+    partial.setdefault("error", error.to_dict())
+    if sys.exc_info()[0] is not None and not isinstance(error, (UnexpectedError, OutcomeError)):
+        partial.setdefault("exception", traceback.format_exc())
+    return dict(partial, failed=True, msg=str(error))
+
+
+def restated(result, msg, kind):
+    """A failed result whose message is rewritten (a stopped run says why first); ``error`` follows, and gets
+    ``kind`` when it had none."""
+    error = dict(result.get("error") or {"kind": kind, "cluster": result.get("cluster")}, msg=msg)
+    return dict(result, failed=True, msg=msg, error=error)
 
 
 def validate_args(spec, args):
@@ -206,12 +295,10 @@ def validate_args(spec, args):
     result = ArgumentSpecValidator(spec).validate(dict(args))
     no_log = set(result._no_log_values)
     params = result.validated_parameters
-    kubeconfig = params.get("kubeconfig")
-    if isinstance(kubeconfig, dict):
-        no_log.update(kubeconfig_secret_values(kubeconfig))
-    elif kubeconfig is not None and not isinstance(kubeconfig, str):
-        return params, no_log, ["kubeconfig must be a path (string) or a kubeconfig dict, got %s"
-                                % type(kubeconfig).__name__]
+    secrets, problem = kubeconfig_check(params)
+    no_log.update(secrets)
+    if problem:
+        return params, no_log, [problem]
     return params, no_log, list(result.error_messages)
 
 

@@ -153,65 +153,60 @@ cluster:
   type: str
 '''
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import CrdOpsModule, argument_spec
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.client_check import check_crd, post_outcome
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import select_crds
+from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import Job, argument_spec, run_module
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.client_check import (
+    ClientCheckOptions, check_crd, post_outcome)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.connection import TransportOptions
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import OutcomeError
+
+OPTIONS = dict(
+    sample=dict(type="int", default=10),
+    check_all_below=dict(type="int", default=50),
+    page_size=dict(type="int", default=500),
+    probe_manager=dict(type="str", default="crdops-client-check"),
+    retry_deadline=dict(type="float", default=5.0),
+    fail_on_error=dict(type="bool", default=True),
+    events=dict(type="bool", default=True),
+)
 
 
-def _bad_input(p):
-    for name in ("sample", "page_size"):
-        if p[name] < 1:
-            return "%s must be >= 1" % name
-    if p["check_all_below"] < 0 or p["retry_deadline"] < 0:
-        return "check_all_below and retry_deadline must be >= 0"
-    if not p["probe_manager"]:
-        return "probe_manager must not be empty"
-    return None
+class ClientCheck(Job):
+    RESULT = dict(crds=[], ok=False, failed_checks=0, stale_objects=0)
+    WHAT = "crd_client_check"
+
+    def prepare(self):
+        p = self.params
+        self.options = ClientCheckOptions(sample=p["sample"], check_all_below=p["check_all_below"],
+                                          page_size=p["page_size"], probe_manager=p["probe_manager"])
+        self.options.validate()
+        self.checks = []
+
+    def transport_options(self):
+        return TransportOptions(pool_size=2, retry_deadline=self.params["retry_deadline"],
+                                connect_timeout=self.params.get("connect_timeout"))
+
+    def run(self, transport, crds):
+        o = self.options
+        for crd in crds:
+            check = check_crd(transport, crd, sample=o.sample, check_all_below=o.check_all_below,
+                              page_size=o.page_size, probe_manager=o.probe_manager)
+            self.checks.append(check)
+            self.result["crds"].append(check.to_dict())
+            if self.params["events"] and not self.check_mode:
+                post_outcome(transport, crd, check)
+
+    def finish(self):
+        checks, cluster = self.checks, self.result["cluster"]
+        bad = [c for c in checks if not c.ok]
+        self.result.update(ok=not bad, failed_checks=sum(len(c.failures) for c in checks),
+                           stale_objects=sum(c.stale_objects for c in checks))
+        if bad and self.params["fail_on_error"]:
+            raise OutcomeError("client_check", "cluster %s: server-side apply would fail: %s" % (
+                cluster, "; ".join("CRD %s: %s" % (c.name, c.summary()) for c in bad)), cluster=cluster, crd=bad[0].name)
 
 
 def main():
-    m = CrdOpsModule(argument_spec(dict(
-        sample=dict(type="int", default=10),
-        check_all_below=dict(type="int", default=50),
-        page_size=dict(type="int", default=500),
-        probe_manager=dict(type="str", default="crdops-client-check"),
-        retry_deadline=dict(type="float", default=5.0),
-        fail_on_error=dict(type="bool", default=True),
-        events=dict(type="bool", default=True),
-    )), supports_check_mode=True)
-    p = m.params
-    result = dict(changed=False, crds=[], ok=False, failed_checks=0, stale_objects=0)
-    problem = _bad_input(p)
-    if problem:
-        m.module.fail_json(msg=problem, **result)
-    try:
-        selection = m.selection()
-        selection.validate()
-    except CrdOpsError as exc:
-        m.fail(exc, **result)
-    transport = m.connect(pool_size=2, retry_deadline=p["retry_deadline"])
-    result["cluster"] = transport.cluster_label
-    checks = []
-    try:
-        for crd in select_crds(transport, selection):
-            check = check_crd(transport, crd, sample=p["sample"], check_all_below=p["check_all_below"],
-                              page_size=p["page_size"], probe_manager=p["probe_manager"])
-            checks.append(check)
-            result["crds"].append(check.to_dict())
-            if p["events"] and not m.check_mode:
-                post_outcome(transport, crd, check)
-    except CrdOpsError as exc:
-        m.fail(exc.with_context(cluster=transport.cluster_label), **result)
-    finally:
-        transport.close()
-    bad = [c for c in checks if not c.ok]
-    result.update(ok=not bad, failed_checks=sum(len(c.failures) for c in checks),
-                  stale_objects=sum(c.stale_objects for c in checks))
-    if bad and p["fail_on_error"]:
-        m.module.fail_json(msg="cluster %s: server-side apply would fail: %s" % (
-            transport.cluster_label, "; ".join("CRD %s: %s" % (c.name, c.summary()) for c in bad)), **result)
-    m.module.exit_json(**result)
+    run_module(argument_spec(OPTIONS), ClientCheck)
 
 
 if __name__ == "__main__":

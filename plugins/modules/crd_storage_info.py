@@ -226,62 +226,58 @@ cluster:
   type: str
 '''
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import CrdOpsModule, argument_spec
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import Job, argument_spec, require, run_module
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import (
     HAS_URLLIB3, URLLIB3_IMPORT_ERROR, EtcdOptions, EtcdSampler)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.info import describe_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.info import InfoOptions, describe_crd
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.plan import load_targets
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import select_crds
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.storage_diff import storage_diff_of
+
+OPTIONS = dict(
+    target_manifests=dict(type="list", elements="raw", default=[]),
+    count_objects=dict(type="bool", default=True),
+    managed_fields_sample=dict(type="int", default=0),
+    etcd_url=dict(type="str"),
+    etcd_prefix=dict(type="str", default="/registry"),
+    etcd_ca_cert=dict(type="path"),
+    etcd_client_cert=dict(type="path"),
+    etcd_client_key=dict(type="path", no_log=False),
+    diff_sample=dict(type="int", default=20),
+)
+
+
+class Info(Job):
+    RESULT = dict(crds=[])
+    WHAT = "crd_storage_info"
+    sampler = None
+
+    def prepare(self):
+        p = self.params
+        self.options = InfoOptions(count_objects=p["count_objects"], managed_fields_sample=p["managed_fields_sample"],
+                                   diff_sample=p["diff_sample"])
+        self.options.validate()
+        if p["etcd_url"]:
+            require("urllib3", HAS_URLLIB3, URLLIB3_IMPORT_ERROR)
+        self.targets = load_targets(p["target_manifests"])
+
+    def run(self, transport, crds):
+        p, o = self.params, self.options
+        if p["etcd_url"]:
+            self.sampler = EtcdSampler(EtcdOptions(url=p["etcd_url"], prefix=p["etcd_prefix"], ca_cert=p["etcd_ca_cert"],
+                                                   client_cert=p["etcd_client_cert"], client_key=p["etcd_client_key"]))
+        for crd in crds:
+            out = describe_crd(transport, crd, count=o.count_objects, targets=self.targets,
+                               managed_fields_sample=o.managed_fields_sample)
+            out["storage_diff"] = storage_diff_of(transport, self.sampler, crd, p["etcd_prefix"], o.diff_sample)
+            self.result["crds"].append(out)
+
+    def close(self):
+        if self.sampler is not None:
+            self.sampler.close()
 
 
 def main():
-    m = CrdOpsModule(argument_spec(dict(
-        target_manifests=dict(type="list", elements="raw", default=[]),
-        count_objects=dict(type="bool", default=True),
-        managed_fields_sample=dict(type="int", default=0),
-        etcd_url=dict(type="str"),
-        etcd_prefix=dict(type="str", default="/registry"),
-        etcd_ca_cert=dict(type="path"),
-        etcd_client_cert=dict(type="path"),
-        etcd_client_key=dict(type="path", no_log=False),
-        diff_sample=dict(type="int", default=20),
-    )), supports_check_mode=True)
-    p = m.params
-    result = dict(changed=False, crds=[])
-    for opt in ("managed_fields_sample", "diff_sample"):
-        if p[opt] < 0:
-            m.module.fail_json(msg="%s must be >= 0" % opt, **result)
-    if p["etcd_url"]:
-        m.require_lib("urllib3", HAS_URLLIB3, URLLIB3_IMPORT_ERROR)
-    try:
-        selection = m.selection()
-        selection.validate()
-        targets = load_targets(p["target_manifests"])
-    except CrdOpsError as exc:
-        m.fail(exc, **result)
-    transport = m.connect(pool_size=2)
-    result["cluster"] = transport.cluster_label
-    sampler = None
-    if p["etcd_url"]:
-        sampler = EtcdSampler(EtcdOptions(url=p["etcd_url"], prefix=p["etcd_prefix"], ca_cert=p["etcd_ca_cert"],
-                                          client_cert=p["etcd_client_cert"], client_key=p["etcd_client_key"]))
-    try:
-        for crd in select_crds(transport, selection):
-            out = describe_crd(transport, crd, count=p["count_objects"], targets=targets,
-                               managed_fields_sample=p["managed_fields_sample"])
-            out["storage_diff"] = storage_diff_of(transport, sampler, crd, p["etcd_prefix"], p["diff_sample"])
-            result["crds"].append(out)
-    except CrdOpsError as exc:
-        m.fail(exc.with_context(cluster=transport.cluster_label), **result)
-    finally:
-        if sampler is not None:
-            sampler.close()
-        close = getattr(transport, "close", None)
-        if callable(close):
-            close()
-    m.module.exit_json(**result)
+    run_module(argument_spec(OPTIONS), Info)
 
 
 if __name__ == "__main__":

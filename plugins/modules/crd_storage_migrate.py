@@ -388,19 +388,17 @@ cluster:
 '''
 
 
-import traceback
-
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import (
-    CrdOpsModule, argument_spec, connect_from, failure, selection_from)
+    CrdOpsModule, Job, argument_spec, execute, restated)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.apiservers import (
     BarrierRefusedError, plan_barrier)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError, unexpected
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.connection import TransportOptions
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import OutcomeError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.heartbeat import Heartbeat
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (
     ProgressFile, RunOptions, RunResult, run_migration, skip_reason)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import validate_record
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import select_crds
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.stop import StopSignal, Supervision
 
 
@@ -424,19 +422,6 @@ def plan_barrier_for(transport, crds, p, check_mode, warn):
     if plan.warning:
         warn(plan.warning)
     return plan, plan.to_dict()
-
-
-def heartbeat_check(p, check_mode):
-    """(the pass's dead man's switch for a background run, or None; an error message, or None)."""
-    if not p["heartbeat_file"] or check_mode:
-        return None, None
-    if p["heartbeat_timeout"] <= 0:
-        return None, "heartbeat_timeout must be > 0, got %s" % p["heartbeat_timeout"]
-    heartbeat = Heartbeat(p["heartbeat_file"], p["heartbeat_timeout"])
-    reason = heartbeat.stop_reason()
-    if reason:
-        return None, "not started: %s" % reason
-    return heartbeat.stop_reason, None
 
 
 # The option list (also validated by the controller-side action plugin of the same name).
@@ -469,67 +454,80 @@ OPTIONS = dict(
 )
 
 
-def migrate(params, check_mode, warn, stop=None, follower=None):
+class Migrate(Job):
     """The whole run, shared by the module and the action plugin (which runs it in ansible-playbook's worker,
-    see plugins/action/crd_storage_migrate.py). Returns the result; a failed one has ``failed`` and ``msg``.
-    ``stop`` ends the passes early (stop.py); ``follower`` gets every progress update and the object counts."""
-    p = params
-    should_stop, error = heartbeat_check(p, check_mode)
-    if error:
-        return dict(failed=True, msg=error, changed=False)
-    if p.get("connect_timeout") is not None and p["connect_timeout"] <= 0:
-        return dict(failed=True, msg="connect_timeout must be > 0, got %s" % p["connect_timeout"], changed=False)
-    run = RunResult()
-    if p["max_qps"] is not None and p["max_qps"] <= 0:
-        return dict(failed=True, msg="max_qps must be > 0, got %s" % p["max_qps"], changed=False)
-    if p["retry_deadline"] < 0:
-        return dict(failed=True, msg="retry_deadline must be >= 0, got %s" % p["retry_deadline"], changed=False)
-    options = RunOptions(
-        restore=RestoreOptions(page_size=p["page_size"], workers=p["workers"], max_failures=p["max_failures"],
-                               check_mode=check_mode, write_record=p["write_record"], use_checkpoint=p["resume"],
-                               preflight_sample=max(p["preflight_sample"], 0), should_stop=should_stop),
-        force=p["force"], require_record=tuple(p["require_record"]),
-        barrier_timeout=p["barrier_timeout"], barrier_settle=p["barrier_settle"],
-        lease_namespace=p["lease_namespace"], lease_wait=max(p["lease_wait"], 0.0), stop=stop)
-    try:
-        options.restore.validate()
-        selection = selection_from(p)
-        selection.validate()
-        transport = connect_from(p, pool_size=p["workers"] + 2, retry_deadline=p["retry_deadline"], max_qps=p["max_qps"])
-    except CrdOpsError as exc:
-        return failure(exc, changed=False, exception=traceback.format_exc())
-    cluster = transport.cluster_label
-    progress = ProgressFile(p["progress_file"], cluster, check_mode, warn)
-    facts = None
-    try:
-        crds = select_crds(transport, selection)
-        if follower is not None:
-            follower.expect(crds, transport)
-            progress.on_update = follower.update
+    see plugins/action/crd_storage_migrate.py). ``stop`` ends the passes early (stop.py); ``follower`` gets
+    every progress update and the object counts."""
+
+    WHAT = "the migration run"
+
+    def __init__(self, params, check_mode=False, warn=None, diff=False, stop=None, follower=None):
+        super().__init__(params, check_mode, warn, diff)
+        self.stop, self.follower = stop, follower
+        self.run_result = RunResult()
+        self.barrier = None
+        self.options = None
+
+    def heartbeat(self):
+        """The pass's dead man's switch for a background run, or None; raises when it has already stopped."""
+        p = self.params
+        if not p["heartbeat_file"] or self.check_mode:
+            return None
+        heartbeat = Heartbeat(p["heartbeat_file"], p["heartbeat_timeout"])
+        reason = heartbeat.stop_reason()
+        if reason:
+            raise OutcomeError("stopped", "not started: %s" % reason)
+        return heartbeat.stop_reason
+
+    def prepare(self):
+        p = self.params
+        self.options = RunOptions(
+            restore=RestoreOptions(page_size=p["page_size"], workers=p["workers"], max_failures=p["max_failures"],
+                                   check_mode=self.check_mode, write_record=p["write_record"],
+                                   use_checkpoint=p["resume"], preflight_sample=p["preflight_sample"],
+                                   should_stop=self.heartbeat()),
+            force=p["force"], require_record=tuple(p["require_record"]),
+            barrier_timeout=p["barrier_timeout"], barrier_settle=p["barrier_settle"],
+            lease_namespace=p["lease_namespace"], lease_wait=max(p["lease_wait"], 0.0), stop=self.stop)
+        self.options.validate()
+
+    def transport_options(self):
+        p = self.params
+        return TransportOptions(pool_size=p["workers"] + 2, retry_deadline=p["retry_deadline"],
+                                max_qps=p["max_qps"], connect_timeout=p.get("connect_timeout"))
+
+    def run(self, transport, crds):
+        progress = ProgressFile(self.params["progress_file"], transport.cluster_label, self.check_mode, self.warn)
+        if self.follower is not None:
+            self.follower.expect(crds, transport)
+            progress.on_update = self.follower.update
         # every apiserver must write the new storage version before a pass starts (HA barrier); which ones
         # exist is settled here, before the first write (check mode predicts it)
-        plan, facts = plan_barrier_for(transport, crds, p, check_mode, warn)
-        run_migration(transport, crds, options, plan or {}, progress, run)
-    except CrdOpsError as exc:
-        return failure(exc.with_context(cluster=cluster), changed=run.changed, crds=run.crds, totals=run.totals,
-                       cluster=cluster, barrier=facts or getattr(exc, "facts", None), exception=traceback.format_exc())
-    except Exception as exc:  # not ours (e.g. a credential plugin): partial results, no traceback, no secrets
-        err = unexpected(exc, "the migration run", cluster=cluster)
-        return dict(failed=True, msg=str(err), error=err.to_dict(), changed=run.changed, crds=run.crds,
-                    totals=run.totals, cluster=cluster, barrier=facts)
-    finally:
-        transport.close()
-    result = dict(changed=run.changed, crds=run.crds, totals=run.totals, cluster=cluster, barrier=facts)
-    problems = run.problems()
-    if problems:
-        msg = "cluster %s: %d CRD(s) not fully migrated: %s" % (cluster, len(problems), "; ".join(problems))
-        kind = next((c.get("aborted_kind") for c in run.crds if c.get("aborted_kind")), None) or "incomplete"
-        result.update(failed=True, msg=msg, error=dict(kind=kind, msg=msg, cluster=cluster))
-    return result
+        plan, self.barrier = plan_barrier_for(transport, crds, self.params, self.check_mode, self.warn)
+        run_migration(transport, crds, self.options, plan or {}, progress, self.run_result)
+
+    def finish(self):
+        run, cluster = self.run_result, self.result["cluster"]
+        problems = run.problems()
+        if problems:
+            msg = "cluster %s: %d CRD(s) not fully migrated: %s" % (cluster, len(problems), "; ".join(problems))
+            kind = next((c.get("aborted_kind") for c in run.crds if c.get("aborted_kind")), None) or "incomplete"
+            raise OutcomeError(kind, msg, cluster=cluster)
+        self.result.update(self.partial())
+
+    def partial(self, error=None):
+        run = self.run_result
+        return dict(self.result, changed=run.changed, crds=run.crds, totals=run.totals,
+                    barrier=self.barrier or getattr(error, "facts", None))
+
+
+def migrate(params, check_mode, warn, stop=None, follower=None):
+    """The run as a result; a failed one has ``failed``, ``msg`` and ``error``."""
+    return execute(Migrate(params, check_mode, warn, stop=stop, follower=follower))
 
 
 def main():
-    m = CrdOpsModule(argument_spec(OPTIONS), supports_check_mode=True)
+    m = CrdOpsModule(argument_spec(OPTIONS))
     # Run as a module (remote host, async, or run_on_controller=never): SIGINT/SIGTERM stop the pass the same
     # way (no new writes, checkpoint kept); the parent is not watched, because under `async` it is the
     # job wrapper, not ansible-playbook.
@@ -537,10 +535,8 @@ def main():
     with Supervision(stop, watch_parent=False, time_limit=m.params["time_limit"]):
         result = migrate(m.params, m.check_mode, m.module.warn, stop=stop)
     if stop.is_set() and result.get("failed"):
-        result["msg"] = "%s: %s" % (stop.reason, result["msg"])
-    if result.get("failed"):
-        m.module.fail_json(**result)
-    m.module.exit_json(**result)
+        result = restated(result, "%s: %s" % (stop.reason, result["msg"]), "stopped")
+    m.exit(result)
 
 
 if __name__ == "__main__":

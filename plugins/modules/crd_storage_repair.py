@@ -174,81 +174,80 @@ cluster:
   type: str
 '''
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import CrdOpsModule, argument_spec
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError, CrdOpsError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import Job, argument_spec, require, run_module
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.connection import TransportOptions
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import (
     HAS_URLLIB3, URLLIB3_IMPORT_ERROR, EtcdOptions, EtcdReader)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair import (
     RepairOptions, etcd_scanner, repair_crd)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import select_crds
+
+OPTIONS = dict(
+    versions=dict(type="list", elements="str"),
+    previous_manifests=dict(type="list", elements="raw", default=[]),
+    etcd_url=dict(type="str"),
+    etcd_prefix=dict(type="str", default="/registry"),
+    etcd_ca_cert=dict(type="path"),
+    etcd_client_cert=dict(type="path"),
+    etcd_client_key=dict(type="path", no_log=False),
+    page_size=dict(type="int", default=500),
+    workers=dict(type="int", default=8),
+    max_qps=dict(type="float"),
+    retry_deadline=dict(type="float", default=120),
+    wait_timeout=dict(type="float", default=60),
+)
 
 
-def options_from(p, check_mode):
-    manifests = tuple(p["previous_manifests"] or ())  # a path's ~ is expanded where the file is read
-    if p["wait_timeout"] < 0 or p["retry_deadline"] < 0:
-        raise BadInputError("wait_timeout and retry_deadline must be >= 0")
-    if p["max_qps"] is not None and p["max_qps"] <= 0:
-        raise BadInputError("max_qps must be > 0, got %s" % p["max_qps"])
-    options = RepairOptions(
-        versions=tuple(p["versions"] or ()), previous_manifests=manifests, check_mode=check_mode,
-        wait_timeout=p["wait_timeout"],
-        restore=RestoreOptions(page_size=p["page_size"], workers=p["workers"], check_mode=check_mode,
-                               preflight_sample=0))
-    options.restore.validate()
-    return options
+class Repair(Job):
+    RESULT = dict(crds=[], repaired=[])
+    WHAT = "crd_storage_repair"
+    reader = None
+
+    def prepare(self):
+        p = self.params
+        self.options = RepairOptions(
+            versions=tuple(p["versions"] or ()), check_mode=self.check_mode, wait_timeout=p["wait_timeout"],
+            previous_manifests=tuple(p["previous_manifests"] or ()),  # a path's ~ is expanded where the file is read
+            restore=RestoreOptions(page_size=p["page_size"], workers=p["workers"], check_mode=self.check_mode,
+                                   preflight_sample=0))
+        self.options.validate()
+        if p["etcd_url"]:
+            require("urllib3", HAS_URLLIB3, URLLIB3_IMPORT_ERROR)
+
+    def transport_options(self):
+        p = self.params
+        return TransportOptions(pool_size=p["workers"] + 2, retry_deadline=p["retry_deadline"],
+                                max_qps=p["max_qps"], connect_timeout=p.get("connect_timeout"))
+
+    def run(self, transport, crds):
+        p = self.params
+        if p["etcd_url"]:
+            self.reader = EtcdReader(EtcdOptions(url=p["etcd_url"], prefix=p["etcd_prefix"], ca_cert=p["etcd_ca_cert"],
+                                                 client_cert=p["etcd_client_cert"], client_key=p["etcd_client_key"]))
+        for crd in crds:
+            res = repair_crd(transport, crd.name, self.options,
+                             etcd_scan=etcd_scanner(self.reader) if self.reader else None)
+            self.result["crds"].append(res.to_dict())
+            if res.changed:
+                self.result["changed"] = True
+                self.result["repaired"].append(res.name)
+            for warning in res.warnings:
+                self.warn(warning)
+
+    def partial(self, error=None):
+        done = getattr(error, "partial_result", None)  # the CRD the error stopped, as far as it got
+        if not done:
+            return self.result
+        return dict(self.result, crds=self.result["crds"] + [done],
+                    changed=self.result["changed"] or bool(done.get("changed")))
+
+    def close(self):
+        if self.reader is not None:
+            self.reader.close()
 
 
 def main():
-    m = CrdOpsModule(argument_spec(dict(
-        versions=dict(type="list", elements="str"),
-        previous_manifests=dict(type="list", elements="raw", default=[]),
-        etcd_url=dict(type="str"),
-        etcd_prefix=dict(type="str", default="/registry"),
-        etcd_ca_cert=dict(type="path"),
-        etcd_client_cert=dict(type="path"),
-        etcd_client_key=dict(type="path", no_log=False),
-        page_size=dict(type="int", default=500),
-        workers=dict(type="int", default=8),
-        max_qps=dict(type="float"),
-        retry_deadline=dict(type="float", default=120),
-        wait_timeout=dict(type="float", default=60),
-    )), supports_check_mode=True)
-    p = m.params
-    result = dict(changed=False, crds=[], repaired=[])
-    try:
-        options = options_from(p, m.check_mode)
-        selection = m.selection()
-        selection.validate()
-    except CrdOpsError as exc:
-        m.fail(exc, **result)
-    reader = None
-    if p["etcd_url"]:
-        m.require_lib("urllib3", HAS_URLLIB3, URLLIB3_IMPORT_ERROR)
-        reader = EtcdReader(EtcdOptions(url=p["etcd_url"], prefix=p["etcd_prefix"], ca_cert=p["etcd_ca_cert"],
-                                        client_cert=p["etcd_client_cert"], client_key=p["etcd_client_key"]))
-    transport = m.connect(pool_size=p["workers"] + 2, retry_deadline=p["retry_deadline"], max_qps=p["max_qps"])
-    result["cluster"] = transport.cluster_label
-    try:
-        for crd in select_crds(transport, selection):
-            res = repair_crd(transport, crd.name, options, etcd_scan=etcd_scanner(reader) if reader else None)
-            result["crds"].append(res.to_dict())
-            if res.changed:
-                result["changed"] = True
-                result["repaired"].append(res.name)
-            for warning in res.warnings:
-                m.module.warn(warning)
-    except CrdOpsError as exc:
-        partial = getattr(exc, "partial_result", None)
-        if partial:
-            result["crds"].append(partial)
-            result["changed"] = result["changed"] or bool(partial.get("changed"))
-        m.fail(exc.with_context(cluster=transport.cluster_label), **result)
-    finally:
-        if reader is not None:
-            reader.close()
-        transport.close()
-    m.module.exit_json(**result)
+    run_module(argument_spec(OPTIONS), Repair)
 
 
 if __name__ == "__main__":

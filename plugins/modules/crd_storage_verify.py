@@ -99,60 +99,64 @@ verified:
   type: bool
 '''
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import CrdOpsModule, argument_spec
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import Job, argument_spec, require, run_module
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import OutcomeError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import (
     HAS_URLLIB3, URLLIB3_IMPORT_ERROR, EtcdOptions, EtcdReader)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.listing import count_objects
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import select_crds
+
+OPTIONS = dict(
+    etcd_url=dict(type="str", required=True),
+    etcd_prefix=dict(type="str", default="/registry"),
+    etcd_ca_cert=dict(type="path"),
+    etcd_client_cert=dict(type="path"),
+    etcd_client_key=dict(type="path", no_log=False),
+    fail_on_mismatch=dict(type="bool", default=True),
+)
 
 
-def main():
-    m = CrdOpsModule(argument_spec(dict(
-        etcd_url=dict(type="str", required=True),
-        etcd_prefix=dict(type="str", default="/registry"),
-        etcd_ca_cert=dict(type="path"),
-        etcd_client_cert=dict(type="path"),
-        etcd_client_key=dict(type="path", no_log=False),
-        fail_on_mismatch=dict(type="bool", default=True),
-    )), supports_check_mode=True)
-    m.require_lib("urllib3", HAS_URLLIB3, URLLIB3_IMPORT_ERROR)
-    p = m.params
-    result = dict(changed=False, crds=[], verified=False)
-    try:
-        selection = m.selection()
-        selection.validate()
-    except CrdOpsError as exc:
-        m.fail(exc, **result)
-    transport = m.connect(pool_size=2)
-    result["cluster"] = transport.cluster_label
-    reader = EtcdReader(EtcdOptions(url=p["etcd_url"], prefix=p["etcd_prefix"], ca_cert=p["etcd_ca_cert"],
-                                    client_cert=p["etcd_client_cert"], client_key=p["etcd_client_key"]))
-    try:
-        for crd in select_crds(transport, selection):
-            scan = reader.scan(crd.name, crd.group, crd.plural, "%s/%s" % (crd.group, crd.storage_version))
+class Verify(Job):
+    RESULT = dict(crds=[], verified=False)
+    WHAT = "crd_storage_verify"
+    reader = None
+
+    def prepare(self):
+        require("urllib3", HAS_URLLIB3, URLLIB3_IMPORT_ERROR)
+
+    def run(self, transport, crds):
+        p = self.params
+        self.reader = EtcdReader(EtcdOptions(url=p["etcd_url"], prefix=p["etcd_prefix"], ca_cert=p["etcd_ca_cert"],
+                                             client_cert=p["etcd_client_cert"], client_key=p["etcd_client_key"]))
+        for crd in crds:
+            scan = self.reader.scan(crd.name, crd.group, crd.plural, "%s/%s" % (crd.group, crd.storage_version))
             if scan.total == 0:  # nothing in etcd: only right when the API lists nothing either
                 api_objects = count_objects(transport, crd)
                 if api_objects != 0:
-                    reader.explain_no_keys(scan, crd.group, crd.plural, api_objects)
-            result["crds"].append(scan.as_dict())
-    except CrdOpsError as exc:
-        m.fail(exc.with_context(cluster=transport.cluster_label), **result)
-    finally:
-        reader.close()
-        transport.close()
-    bad = [c for c in result["crds"] if not c["verified"]]
-    result["verified"] = not bad
-    blind = [c for c in bad if c["problem"]]
-    if blind:  # not a mismatch but a scan that saw nothing: fails even with fail_on_mismatch=false
-        m.module.fail_json(msg="cluster %s: CRD %s: %s" % (transport.cluster_label, blind[0]["name"], blind[0]["problem"]),
-                           error=dict(kind="etcd_prefix", msg=blind[0]["problem"]), **result)
-    if bad and p["fail_on_mismatch"]:
-        first = bad[0]
-        m.module.fail_json(msg="cluster %s: CRD %s: %d of %d keys in etcd are not stored at %s (for example %s)"
-                           % (transport.cluster_label, first["name"], first["mismatched"], first["key_count"],
-                              first["expected_api_version"], ", ".join(first["mismatched_keys"][:3])), **result)
-    m.module.exit_json(**result)
+                    self.reader.explain_no_keys(scan, crd.group, crd.plural, api_objects)
+            self.result["crds"].append(scan.as_dict())
+
+    def finish(self):
+        cluster = self.result["cluster"]
+        bad = [c for c in self.result["crds"] if not c["verified"]]
+        self.result["verified"] = not bad
+        blind = [c for c in bad if c["problem"]]
+        if blind:  # not a mismatch but a scan that saw nothing: fails even with fail_on_mismatch=false
+            raise OutcomeError("etcd_prefix", "cluster %s: CRD %s: %s" % (cluster, blind[0]["name"], blind[0]["problem"]),
+                               cluster=cluster, crd=blind[0]["name"])
+        if bad and self.params["fail_on_mismatch"]:
+            first = bad[0]
+            raise OutcomeError("etcd_mismatch", "cluster %s: CRD %s: %d of %d keys in etcd are not stored at %s (for example %s)"
+                               % (cluster, first["name"], first["mismatched"], first["key_count"],
+                                  first["expected_api_version"], ", ".join(first["mismatched_keys"][:3])),
+                               cluster=cluster, crd=first["name"])
+
+    def close(self):
+        if self.reader is not None:
+            self.reader.close()
+
+
+def main():
+    run_module(argument_spec(OPTIONS), Verify)
 
 
 if __name__ == "__main__":

@@ -102,49 +102,36 @@ cluster:
   type: str
 '''
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import CrdOpsModule, argument_spec
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import select_crds
+from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import Job, argument_spec, run_module
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.trim import trim_stored_versions
+
+OPTIONS = dict(
+    versions=dict(type="list", elements="str"),
+    force=dict(type="bool", default=False),
+)
+
+
+class Trim(Job):
+    RESULT = dict(crds=[], event_errors=[])
+    WHAT = "crd_stored_versions_trim"
+
+    def run(self, transport, crds):
+        p = self.params
+        for crd in crds:
+            res = trim_stored_versions(transport, crd.name, versions=p["versions"], force=p["force"],
+                                       check_mode=self.check_mode, event_errors=self.result["event_errors"])
+            self.result["crds"].append(res.to_dict())
+            if res.changed:
+                self.result["changed"] = True
+                if self.diff:
+                    self.result.setdefault("diff", []).append(res.diff())
+                if res.forced:
+                    self.warn("CRD %s: storedVersions trimmed without a valid migration record (force=true): %s"
+                              % (res.name, res.record.get("reason")))
 
 
 def main():
-    m = CrdOpsModule(argument_spec(dict(
-        versions=dict(type="list", elements="str"),
-        force=dict(type="bool", default=False),
-    )), supports_check_mode=True)
-    p = m.params
-    result = dict(changed=False, crds=[], event_errors=[])
-    diffs = []
-    try:
-        selection = m.selection()
-        selection.validate()
-    except CrdOpsError as exc:
-        m.fail(exc, **result)
-    transport = m.connect(pool_size=2)
-    result["cluster"] = transport.cluster_label
-    try:
-        for crd in select_crds(transport, selection):
-            res = trim_stored_versions(transport, crd.name, versions=p["versions"], force=p["force"],
-                                       check_mode=m.check_mode, event_errors=result["event_errors"])
-            result["crds"].append(res.to_dict())
-            if res.changed:
-                result["changed"] = True
-                diffs.append(res.diff())
-                if res.forced:
-                    m.module.warn("CRD %s: storedVersions trimmed without a valid migration record (force=true): %s"
-                                  % (res.name, res.record.get("reason")))
-    except CrdOpsError as exc:
-        if m.module._diff and diffs:
-            result["diff"] = diffs
-        m.fail(exc.with_context(cluster=transport.cluster_label), **result)
-    finally:
-        close = getattr(transport, "close", None)
-        if callable(close):
-            close()
-    if m.module._diff and diffs:
-        result["diff"] = diffs
-    m.module.exit_json(**result)
+    run_module(argument_spec(OPTIONS), Trim)
 
 
 if __name__ == "__main__":

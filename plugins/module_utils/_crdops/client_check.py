@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from .crd import Crd
-from .errors import ConnectionFailed, CrdOpsError
+from .errors import BadInputError, ConnectionFailed, CrdOpsError, at_least
 from .events import emit_crd_event
 from .fieldsv1 import apply_configuration
 from .transport import ACCEPT_PARTIAL_LIST, Transport, dumps, error_from_response
@@ -251,6 +251,23 @@ def check_object(transport: Transport, crd: Crd, meta: Mapping[str, Any], result
         if not resp.ok:
             result.failures.append(ApplyFailure(_key(meta), manager, operation, api_version, resp.status,
                                                 resp.api_message()))
+
+
+@dataclass(frozen=True)
+class ClientCheckOptions(object):
+    """The keyword arguments of ``check_crd``."""
+
+    sample: int = 10
+    check_all_below: int = 50
+    page_size: int = 500
+    probe_manager: str = PROBE_MANAGER
+
+    def validate(self) -> None:
+        at_least("sample", self.sample, 0, strict=True)
+        at_least("check_all_below", self.check_all_below, 0)
+        at_least("page_size", self.page_size, 0, strict=True)
+        if not self.probe_manager:
+            raise BadInputError("probe_manager must not be empty")
 
 
 def check_crd(transport: Transport, crd: Crd, *, sample: int = 10, check_all_below: int = 50,

@@ -18,7 +18,7 @@ import base64
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
-from .errors import BadInputError, ConnectionFailed
+from .errors import BadInputError, ConnectionFailed, at_least
 from .transport import HttpTransport, RateLimiter, RetryPolicy
 
 try:
@@ -72,6 +72,22 @@ class ConnectionOptions(object):
             ctx = self.kubeconfig.get("current-context")
             return str(ctx) if ctx else "kubeconfig dict"
         return "default kubeconfig"
+
+
+@dataclass(frozen=True)
+class TransportOptions(object):
+    """How the one transport of a task talks to its cluster (the keyword arguments of ``connect``)."""
+
+    pool_size: int = 10  # >= the task's worker threads
+    retry_deadline: float = 120.0  # seconds one request may spend being retried
+    max_qps: Optional[float] = None  # None: no cap
+    connect_timeout: Optional[float] = 10.0
+
+    def validate(self) -> None:
+        at_least("pool_size", self.pool_size, 0, strict=True)
+        at_least("retry_deadline", self.retry_deadline, 0)
+        at_least("max_qps", self.max_qps, 0, strict=True)
+        at_least("connect_timeout", self.connect_timeout, 0, strict=True)
 
 
 def build_configuration(options: ConnectionOptions) -> Any:
@@ -175,8 +191,7 @@ def connect(
     connect_timeout: Optional[float] = 10.0,
 ) -> HttpTransport:
     """Build ONE pooled transport for a cluster. ``pool_size`` should be >= worker threads."""
-    if pool_size <= 0:
-        raise BadInputError("pool_size must be > 0")
+    TransportOptions(pool_size, retry_deadline, max_qps, connect_timeout).validate()
     label = cluster_label or options.cluster_label()
     if label == options.cluster_label():
         label = _current_context_label(options, label)

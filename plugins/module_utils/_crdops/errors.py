@@ -82,6 +82,27 @@ class BadInputError(CrdOpsError):
     kind = "bad_input"
 
 
+def at_least(name: str, value: Optional[float], low: float, *, strict: bool = False) -> None:
+    """The options dataclasses' one numeric check, so every option fails with the same words:
+    ``<name> must be > <low>, got <value>`` (``strict``) or ``>= <low>``. ``None`` (unset) passes."""
+    if value is None:
+        return
+    if value < low or (strict and value == low):
+        raise BadInputError("%s must be %s %s, got %r" % (name, ">" if strict else ">=", low, value))
+
+
+class OutcomeError(CrdOpsError):
+    """The task ran to its end and its outcome is a failure (keys at another version, an apply that would fail,
+    an incomplete pass). The message is complete as given; ``kind`` says which outcome."""
+
+    def __init__(self, kind: str, message: str, **context: Any) -> None:
+        super().__init__(message, **context)
+        self.kind = kind
+
+    def __str__(self) -> str:
+        return self.message
+
+
 class SelectionError(CrdOpsError):
     """Unknown CRD name, nothing selected, ambiguous selection."""
 

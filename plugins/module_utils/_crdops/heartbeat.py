@@ -16,9 +16,12 @@ import os
 import time
 from typing import Callable, Optional
 
+from .errors import at_least
+
 
 class Heartbeat(object):
     def __init__(self, path: str, timeout: float, clock: Callable[[], float] = time.time) -> None:
+        at_least("heartbeat_timeout", timeout, 0, strict=True)
         self.path = path
         self.timeout = timeout
         self._clock = clock

@@ -7,13 +7,26 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
 from .crd import Crd, stale_managed_fields_of
+from .errors import at_least
 from .listing import count_objects
 from .plan import TargetCrd, plan_for
 from .record import CHECKPOINT_ANNOTATION, read_checkpoint, validate_record
 from .transport import ACCEPT_PARTIAL_LIST, Transport, error_from_response
+
+
+@dataclass(frozen=True)
+class InfoOptions(object):
+    count_objects: bool = True
+    managed_fields_sample: int = 0  # objects whose managedFields are looked at; 0 = none
+    diff_sample: int = 20  # stored objects compared with the API's view (storage_diff.py); 0 = none
+
+    def validate(self) -> None:
+        at_least("managed_fields_sample", self.managed_fields_sample, 0)
+        at_least("diff_sample", self.diff_sample, 0)
 
 
 def sample_stale_managed_fields(transport: Transport, crd: Crd, limit: int = 100) -> List[Dict[str, Any]]:

@@ -46,11 +46,13 @@ class RunOptions(object):
     require_record: Tuple[str, ...] = ()
     barrier_timeout: float = 60.0
     barrier_settle: float = 0.0
-    progress_file: Optional[str] = None
     # one pass per CRD at a time (pass_lease.py): the Lease's namespace, and how long to wait for another holder
     lease_namespace: str = DEFAULT_NAMESPACE
     lease_wait: float = 60.0
     stop: Optional[StopSignal] = None  # Ctrl-C, SIGTERM or a vanished supervisor ends the pass (stop.py)
+
+    def validate(self) -> None:
+        self.restore.validate()
 
 
 @dataclass

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .crd import Crd, crd_path
-from .errors import BadInputError, CrdOpsError, RefusalError
+from .errors import BadInputError, CrdOpsError, RefusalError, at_least
 from .events import REPAIR_FAILED, REPAIR_STARTED, REPAIR_SUCCEEDED, emit_crd_event
 from .record import utc_now
 from .repair_diagnosis import (
@@ -55,6 +55,10 @@ class RepairOptions(object):
     restore: RestoreOptions = RestoreOptions()
     check_mode: bool = False
     wait_timeout: float = 60.0
+
+    def validate(self) -> None:
+        at_least("wait_timeout", self.wait_timeout, 0)
+        self.restore.validate()
 
 
 @dataclass

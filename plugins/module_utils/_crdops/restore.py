@@ -27,6 +27,7 @@ from .errors import (
     CrdOpsError,
     PermissionDenied,
     UnexpectedError,
+    at_least,
     unexpected,
 )
 from .listing import ListStats, ObjectRef, list_pages
@@ -76,16 +77,11 @@ class RestoreOptions(object):
     should_stop: Optional[Callable[[], Optional[str]]] = field(default=None, compare=False, repr=False)
 
     def validate(self) -> None:
-        from .errors import BadInputError
-
-        if self.page_size <= 0:
-            raise BadInputError("page_size must be > 0, got %r" % self.page_size)
-        if self.workers <= 0:
-            raise BadInputError("workers must be > 0, got %r" % self.workers)
-        if self.max_failures is not None and self.max_failures < 0:
-            raise BadInputError("max_failures must be >= 0, got %r" % self.max_failures)
-        if self.checkpoint_every <= 0:
-            raise BadInputError("checkpoint_every must be > 0, got %r" % self.checkpoint_every)
+        at_least("page_size", self.page_size, 0, strict=True)
+        at_least("workers", self.workers, 0, strict=True)
+        at_least("max_failures", self.max_failures, 0)
+        at_least("checkpoint_every", self.checkpoint_every, 0, strict=True)
+        at_least("preflight_sample", self.preflight_sample, 0)
 
 
 @dataclass

@@ -67,8 +67,7 @@ def list_crds(transport: Transport, label_selector: Optional[str] = None) -> Lis
 
 
 def select_crds(transport: Transport, selection: Selection) -> List[Crd]:
-    """Resolve a selection to CRDs sorted by name. Unknown names and empty results are errors."""
-    selection.validate()
+    """Resolve a (validated) selection to CRDs sorted by name. Unknown names and empty results are errors."""
     cluster = transport.cluster_label
     if selection.names:
         crds = []

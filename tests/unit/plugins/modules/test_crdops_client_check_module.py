@@ -63,4 +63,4 @@ def test_check_mode_runs_the_dry_runs_and_writes_nothing(fake, capsys):
 
 def test_bad_input(fake, capsys):
     out = run({"names": [NAME], "sample": 0}, capsys)
-    assert out["_rc"] == 1 and out["msg"] == "sample must be >= 1" and fake.calls == []
+    assert out["_rc"] == 1 and out["msg"] == "sample must be > 0, got 0" and out["error"]["kind"] == "bad_input" and fake.calls == []
