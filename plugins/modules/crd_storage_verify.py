@@ -141,13 +141,15 @@ class Verify(Job):
         self.result["verified"] = not bad
         blind = [c for c in bad if c["problem"]]
         if blind:  # not a mismatch but a scan that saw nothing: fails even with fail_on_mismatch=false
-            raise OutcomeError("etcd_prefix", "cluster %s: CRD %s: %s" % (cluster, blind[0]["name"], blind[0]["problem"]),
-                               cluster=cluster, crd=blind[0]["name"])
+            first = blind[0]
+            raise OutcomeError("etcd_prefix", "cluster %s: CRD %s: %s" % (cluster, first["name"], first["problem"]),
+                               cluster=cluster, crd=first["name"])
         if bad and self.params["fail_on_mismatch"]:
             first = bad[0]
-            raise OutcomeError("etcd_mismatch", "cluster %s: CRD %s: %d of %d keys in etcd are not stored at %s (for example %s)"
-                               % (cluster, first["name"], first["mismatched"], first["key_count"],
-                                  first["expected_api_version"], ", ".join(first["mismatched_keys"][:3])),
+            raise OutcomeError("etcd_mismatch", "cluster %s: CRD %s: %d of %d keys in etcd are not stored at %s "
+                               "(for example %s)" % (cluster, first["name"], first["mismatched"], first["key_count"],
+                                                     first["expected_api_version"],
+                                                     ", ".join(first["mismatched_keys"][:3])),
                                cluster=cluster, crd=first["name"])
 
     def close(self):

@@ -195,6 +195,7 @@ def test_bad_input_names_the_problem_and_writes_nothing(cluster, kube, group, tm
 
     unknown = run_module("crd_storage_migrate", dict(auth_args(cluster), names=["nope.example.com"]))
     assert unknown["failed"] and "nope.example.com" in unknown["msg"]
+    assert unknown["error"]["kind"] == "selection" and unknown["error"]["crd"] == "nope.example.com"
 
     bad_context = run_module("crd_storage_migrate", dict(auth_args(cluster, "no-such-context"), names=[s.crd_name]))
     assert bad_context["failed"] and "no-such-context" in bad_context["msg"]
@@ -203,6 +204,7 @@ def test_bad_input_names_the_problem_and_writes_nothing(cluster, kube, group, tm
                                                      "validate_certs": False, "names": [s.crd_name],
                                                      "retry_deadline": 2})
     assert unreachable["failed"] and "127.0.0.1:1" in unreachable["msg"]
+    assert unreachable["error"]["kind"] == "connection" and unreachable["error"]["cluster"] == "https://127.0.0.1:1"
     assert "sekrit-token-123" not in str(unreachable)
 
     from tests.controlplane.pki import ensure_pki
@@ -219,11 +221,11 @@ def test_bad_input_names_the_problem_and_writes_nothing(cluster, kube, group, tm
                                                  "client_cert": str(cert), "client_key": str(key),
                                                  "names": [s.crd_name]})
     assert no_rbac["failed"] and ("forbidden" in no_rbac["msg"].lower() or "403" in no_rbac["msg"])
-    assert "nobody" in no_rbac["msg"]
+    assert "nobody" in no_rbac["msg"] and no_rbac["error"]["kind"] == "permission"
 
     for bad in ({"page_size": 0}, {"workers": -1}):
         res = run_module("crd_storage_migrate", dict(auth_args(cluster), names=[s.crd_name], **bad))
-        assert res["failed"] and list(bad)[0] in res["msg"]
+        assert res["failed"] and list(bad)[0] in res["msg"] and res["error"]["kind"] == "bad_input"
 
     assert keys_written_since(cluster.etcd_url, before) == []
     assert scan_storage(cluster.etcd_url, group, s.plural).counts == {s.old(): 5}

@@ -3,37 +3,22 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 from __future__ import annotations
 
-import json
-
 import pytest
-from tests.unit.compat import patch_module_args
 
-from ansible_collections.crdops.migration.plugins.module_utils import _crdops_glue
 from ansible_collections.crdops.migration.plugins.modules import crd_client_check
 from tests.unit.plugins.module_utils.clientcheck_fake import GROUP, NAME, ClientCheckFake, entry
+from tests.unit.plugins.modules import runner
 
 
 @pytest.fixture
 def fake(monkeypatch):
     f = ClientCheckFake()
     f.add("a", "good", {"size": 1}, [entry("argocd", "v2", {"f:spec": {"f:size": {}}})])
-    seen = {}
-
-    def connect(options, **kw):
-        seen.update(kw)
-        return f
-    monkeypatch.setattr(_crdops_glue, "connect", connect)
-    f.seen = seen
-    return f
+    return runner.connect_to(monkeypatch, f)
 
 
 def run(args, capsys, check_mode=False):
-    with patch_module_args(dict(args, _ansible_check_mode=check_mode)):
-        with pytest.raises(SystemExit) as ei:
-            crd_client_check.main()
-    out = json.loads(capsys.readouterr().out)
-    out["_rc"] = ei.value.code
-    return out
+    return runner.run(crd_client_check, args, capsys, check_mode)
 
 
 def test_passes_and_posts_a_normal_event(fake, capsys):
@@ -41,7 +26,7 @@ def test_passes_and_posts_a_normal_event(fake, capsys):
     assert out["_rc"] == 0 and out["ok"] is True and out["changed"] is False
     assert out["crds"][0]["applies"] == 1 and out["failed_checks"] == 0 and out["stale_objects"] == 0
     assert [e["reason"] for e in fake.events] == ["ClientCheckPassed"]
-    assert fake.seen["retry_deadline"] == 5.0  # a broken object's HTTP 500 is not retried for minutes
+    assert fake.seen["kw"]["retry_deadline"] == 5.0  # a broken object's HTTP 500 is not retried for minutes
 
 
 def test_fails_naming_cluster_crd_object_manager_and_message(fake, capsys):

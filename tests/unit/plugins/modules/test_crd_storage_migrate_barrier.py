@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.unit.compat import patch_module_args
 
-from ansible_collections.crdops.migration.plugins.module_utils import _crdops_glue
 from ansible_collections.crdops.migration.plugins.modules import crd_storage_migrate
 from tests.unit.crdops_fakes import FakeCluster
+from tests.unit.plugins.modules import runner
 
 NAME = "crontabs.stable.example.com"
 TWO = [("apiserver-a", 4.0), ("apiserver-b", 9.0)]
@@ -22,17 +21,11 @@ def cluster(monkeypatch):
     c = FakeCluster()
     c.add_crd()
     c.add_objects(NAME, 12, namespaces=("a", "b"))
-    monkeypatch.setattr(_crdops_glue, "connect", lambda options, **kw: c)
-    return c
+    return runner.connect_to(monkeypatch, c)
 
 
-def run(args, capsys):
-    with patch_module_args(dict(args, names=[NAME])):
-        with pytest.raises(SystemExit) as ei:
-            crd_storage_migrate.main()
-    out = json.loads(capsys.readouterr().out)
-    out["_rc"] = ei.value.code
-    return out
+def run(args, capsys, check_mode=False):
+    return runner.run(crd_storage_migrate, dict(args, names=[NAME]), capsys, check_mode)
 
 
 def test_single_apiserver_needs_no_endpoints(cluster, capsys):
@@ -53,7 +46,7 @@ def test_two_apiservers_without_endpoints_fail_closed_before_any_write(cluster, 
 
 def test_check_mode_reports_the_refusal_a_real_run_would_hit(cluster, capsys):
     cluster.identity_leases = TWO
-    out = run({"_ansible_check_mode": True}, capsys)
+    out = run({}, capsys, check_mode=True)
     assert out["_rc"] == 0 and out["barrier"]["mode"] == "refused"
     assert "2 apiservers are alive" in out["barrier"]["refusal"] and "cluster test-cluster" in out["barrier"]["refusal"]
     assert "a real run would stop here" in json.dumps(out["warnings"])

@@ -4,31 +4,21 @@
 """crd_storage_repair as Ansible runs it, against the fake apiserver of the engine tests."""
 from __future__ import annotations
 
-import json
-
 import pytest
-from tests.unit.compat import patch_module_args
 
-from ansible_collections.crdops.migration.plugins.module_utils import _crdops_glue
 from ansible_collections.crdops.migration.plugins.modules import crd_storage_repair
 from tests.unit.crdops_fakes import status
 from tests.unit.plugins.module_utils.test_crdops_repair import NAME, broken
+from tests.unit.plugins.modules import runner
 
 
 @pytest.fixture
 def cluster(monkeypatch):
-    c = broken()
-    monkeypatch.setattr(_crdops_glue, "connect", lambda options, **kw: c)
-    return c
+    return runner.connect_to(monkeypatch, broken())
 
 
 def run(args, capsys, check_mode=False):
-    with patch_module_args(dict(args, _ansible_check_mode=check_mode)):
-        with pytest.raises(SystemExit) as ei:
-            crd_storage_repair.main()
-    out = json.loads(capsys.readouterr().out)
-    out["_rc"] = ei.value.code
-    return out
+    return runner.run(crd_storage_repair, args, capsys, check_mode)
 
 
 def test_check_mode_plan_then_repair_then_nothing_to_do(cluster, capsys):

@@ -1,0 +1,53 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""crd_storage_info as Ansible runs it, against the fake apiserver of the engine tests."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.crdops.migration.plugins.modules import crd_storage_info
+from tests.unit.crdops_fakes import FakeCluster
+from tests.unit.plugins.modules.runner import connect_to, run
+
+NAME = "crontabs.stable.example.com"
+
+
+@pytest.fixture
+def cluster(monkeypatch):
+    c = FakeCluster()
+    c.add_crd()
+    c.add_objects(NAME, 12, namespaces=("a", "b"))
+    return connect_to(monkeypatch, c)
+
+
+def test_info(cluster, capsys):
+    out = run(crd_storage_info, {"names": [NAME], "context": "prod"}, capsys)
+    assert out["_rc"] == 0 and out["changed"] is False and out["cluster"] == "test-cluster"
+    crd = out["crds"][0]
+    assert crd["name"] == NAME and crd["object_count"] == 12 and crd["needs_migration"]
+    assert crd["stored_versions"] == ["v1", "v2"] and crd["migration_record"]["valid"] is False
+    assert cluster.writes() == [] and getattr(cluster, "closed", False)
+    assert cluster.seen["options"].context == "prod" and cluster.seen["kw"]["pool_size"] == 2
+
+
+def test_unknown_crd_names_cluster(cluster, capsys):
+    out = run(crd_storage_info, {"names": ["nope.example.com"]}, capsys)
+    assert out["_rc"] == 1 and "nope.example.com" in out["msg"] and "test-cluster" in out["msg"]
+    assert out["error"]["kind"] == "selection" and out["error"]["crd"] == "nope.example.com" and out["crds"] == []
+
+
+def test_connect_timeout_default_and_passed_to_the_engine(cluster, capsys):
+    out = run(crd_storage_info, {"names": [NAME]}, capsys)
+    assert out["_rc"] == 0 and cluster.seen["kw"]["connect_timeout"] == 10.0
+    out = run(crd_storage_info, {"names": [NAME], "connect_timeout": 2.5}, capsys)
+    assert cluster.seen["kw"]["connect_timeout"] == 2.5
+    out = run(crd_storage_info, {"names": [NAME], "connect_timeout": 0}, capsys)
+    assert out["_rc"] == 1 and out["msg"] == "connect_timeout must be > 0, got 0.0"
+
+
+@pytest.mark.parametrize("option", ["managed_fields_sample", "diff_sample"])
+def test_negative_samples_fail_before_connecting(cluster, capsys, option):
+    out = run(crd_storage_info, {"names": [NAME], option: -1}, capsys)
+    assert out["_rc"] == 1 and out["msg"] == "%s must be >= 0, got -1" % option
+    assert out["error"]["kind"] == "bad_input" and out["crds"] == [] and cluster.connects == 0
