@@ -16,6 +16,8 @@ from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_requ
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops import connection as _connection
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.connection import TransportOptions
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import (
+    HAS_URLLIB3, URLLIB3_IMPORT_ERROR, EtcdOptions)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import (
     BadInputError, CrdOpsError, OutcomeError, UnexpectedError, unexpected)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import Selection, select_crds
@@ -60,6 +62,15 @@ SELECTION_ARG_SPEC = dict(
     label_selector=dict(type="str"),
     all=dict(type="bool", default=False),
     allow_empty=dict(type="bool", default=False),
+)
+
+# the etcd client of the modules that read etcd (doc fragment _etcd); crd_storage_verify requires etcd_url
+ETCD_ARG_SPEC = dict(
+    etcd_url=dict(type="str"),
+    etcd_prefix=dict(type="str", default="/registry"),
+    etcd_ca_cert=dict(type="path"),
+    etcd_client_cert=dict(type="path"),
+    etcd_client_key=dict(type="path", no_log=False),
 )
 
 # kubeconfig keys whose values are secrets (kubernetes.core args_common.py does the same).
@@ -157,6 +168,26 @@ class Job(object):
         self.warn = warn or (lambda msg: None)
         self.diff = bool(diff)
         self.result = dict(copy.deepcopy(self.RESULT), changed=False)
+        self._opened = []
+
+    def opened(self, resource):
+        """``resource`` (anything with ``close()``, such as an etcd reader), closed with the job."""
+        self._opened.append(resource)
+        return resource
+
+    def require_etcd_client(self):
+        """For ``prepare``: with ``etcd_url``, fail unless the etcd client's library is there."""
+        if self.params.get("etcd_url"):
+            require("urllib3", HAS_URLLIB3, URLLIB3_IMPORT_ERROR)
+
+    def etcd(self, reader_class):
+        """A ``reader_class`` (EtcdReader, EtcdSampler) for the etcd options, or None without ``etcd_url``."""
+        p = self.params
+        if not p.get("etcd_url"):
+            return None
+        return self.opened(reader_class(EtcdOptions(url=p["etcd_url"], prefix=p["etcd_prefix"],
+                                                    ca_cert=p["etcd_ca_cert"], client_cert=p["etcd_client_cert"],
+                                                    client_key=p["etcd_client_key"])))
 
     def prepare(self):
         pass
@@ -171,7 +202,8 @@ class Job(object):
         pass
 
     def close(self):
-        pass
+        while self._opened:
+            self._opened.pop().close()
 
     def partial(self, error=None):
         return self.result

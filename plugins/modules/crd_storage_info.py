@@ -226,9 +226,9 @@ cluster:
   type: str
 '''
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import Job, argument_spec, require, run_module
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import (
-    HAS_URLLIB3, URLLIB3_IMPORT_ERROR, EtcdOptions, EtcdSampler)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import (
+    ETCD_ARG_SPEC, Job, argument_spec, run_module)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import EtcdSampler
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.info import InfoOptions, describe_crd
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.plan import load_targets
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.storage_diff import storage_diff_of
@@ -237,43 +237,31 @@ OPTIONS = dict(
     target_manifests=dict(type="list", elements="raw", default=[]),
     count_objects=dict(type="bool", default=True),
     managed_fields_sample=dict(type="int", default=0),
-    etcd_url=dict(type="str"),
-    etcd_prefix=dict(type="str", default="/registry"),
-    etcd_ca_cert=dict(type="path"),
-    etcd_client_cert=dict(type="path"),
-    etcd_client_key=dict(type="path", no_log=False),
     diff_sample=dict(type="int", default=20),
+    **ETCD_ARG_SPEC
 )
 
 
 class Info(Job):
     RESULT = dict(crds=[])
     WHAT = "crd_storage_info"
-    sampler = None
 
     def prepare(self):
         p = self.params
         self.options = InfoOptions(count_objects=p["count_objects"], managed_fields_sample=p["managed_fields_sample"],
                                    diff_sample=p["diff_sample"])
         self.options.validate()
-        if p["etcd_url"]:
-            require("urllib3", HAS_URLLIB3, URLLIB3_IMPORT_ERROR)
+        self.require_etcd_client()
         self.targets = load_targets(p["target_manifests"])
 
     def run(self, transport, crds):
         p, o = self.params, self.options
-        if p["etcd_url"]:
-            self.sampler = EtcdSampler(EtcdOptions(url=p["etcd_url"], prefix=p["etcd_prefix"], ca_cert=p["etcd_ca_cert"],
-                                                   client_cert=p["etcd_client_cert"], client_key=p["etcd_client_key"]))
+        sampler = self.etcd(EtcdSampler)
         for crd in crds:
             out = describe_crd(transport, crd, count=o.count_objects, targets=self.targets,
                                managed_fields_sample=o.managed_fields_sample)
-            out["storage_diff"] = storage_diff_of(transport, self.sampler, crd, p["etcd_prefix"], o.diff_sample)
+            out["storage_diff"] = storage_diff_of(transport, sampler, crd, p["etcd_prefix"], o.diff_sample)
             self.result["crds"].append(out)
-
-    def close(self):
-        if self.sampler is not None:
-            self.sampler.close()
 
 
 def main():

@@ -174,10 +174,10 @@ cluster:
   type: str
 '''
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import Job, argument_spec, require, run_module
+from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import (
+    ETCD_ARG_SPEC, Job, argument_spec, run_module)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.connection import TransportOptions
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import (
-    HAS_URLLIB3, URLLIB3_IMPORT_ERROR, EtcdOptions, EtcdReader)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import EtcdReader
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair import (
     RepairOptions, etcd_scanner, repair_crd)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions
@@ -185,23 +185,18 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore i
 OPTIONS = dict(
     versions=dict(type="list", elements="str"),
     previous_manifests=dict(type="list", elements="raw", default=[]),
-    etcd_url=dict(type="str"),
-    etcd_prefix=dict(type="str", default="/registry"),
-    etcd_ca_cert=dict(type="path"),
-    etcd_client_cert=dict(type="path"),
-    etcd_client_key=dict(type="path", no_log=False),
     page_size=dict(type="int", default=500),
     workers=dict(type="int", default=8),
     max_qps=dict(type="float"),
     retry_deadline=dict(type="float", default=120),
     wait_timeout=dict(type="float", default=60),
+    **ETCD_ARG_SPEC
 )
 
 
 class Repair(Job):
     RESULT = dict(crds=[], repaired=[])
     WHAT = "crd_storage_repair"
-    reader = None
 
     def prepare(self):
         p = self.params
@@ -211,8 +206,7 @@ class Repair(Job):
             restore=RestoreOptions(page_size=p["page_size"], workers=p["workers"], check_mode=self.check_mode,
                                    preflight_sample=0))
         self.options.validate()
-        if p["etcd_url"]:
-            require("urllib3", HAS_URLLIB3, URLLIB3_IMPORT_ERROR)
+        self.require_etcd_client()
 
     def transport_options(self):
         p = self.params
@@ -220,13 +214,9 @@ class Repair(Job):
                                 max_qps=p["max_qps"], connect_timeout=p.get("connect_timeout"))
 
     def run(self, transport, crds):
-        p = self.params
-        if p["etcd_url"]:
-            self.reader = EtcdReader(EtcdOptions(url=p["etcd_url"], prefix=p["etcd_prefix"], ca_cert=p["etcd_ca_cert"],
-                                                 client_cert=p["etcd_client_cert"], client_key=p["etcd_client_key"]))
+        reader = self.etcd(EtcdReader)
         for crd in crds:
-            res = repair_crd(transport, crd.name, self.options,
-                             etcd_scan=etcd_scanner(self.reader) if self.reader else None)
+            res = repair_crd(transport, crd.name, self.options, etcd_scan=etcd_scanner(reader) if reader else None)
             self.result["crds"].append(res.to_dict())
             if res.changed:
                 self.result["changed"] = True
@@ -240,10 +230,6 @@ class Repair(Job):
             return self.result
         return dict(self.result, crds=self.result["crds"] + [done],
                     changed=self.result["changed"] or bool(done.get("changed")))
-
-    def close(self):
-        if self.reader is not None:
-            self.reader.close()
 
 
 def main():

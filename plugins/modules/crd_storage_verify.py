@@ -99,40 +99,30 @@ verified:
   type: bool
 '''
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import Job, argument_spec, require, run_module
+from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import (
+    ETCD_ARG_SPEC, Job, argument_spec, run_module)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import OutcomeError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import (
-    HAS_URLLIB3, URLLIB3_IMPORT_ERROR, EtcdOptions, EtcdReader)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import EtcdReader
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.listing import count_objects
 
-OPTIONS = dict(
-    etcd_url=dict(type="str", required=True),
-    etcd_prefix=dict(type="str", default="/registry"),
-    etcd_ca_cert=dict(type="path"),
-    etcd_client_cert=dict(type="path"),
-    etcd_client_key=dict(type="path", no_log=False),
-    fail_on_mismatch=dict(type="bool", default=True),
-)
+OPTIONS = dict(ETCD_ARG_SPEC, etcd_url=dict(type="str", required=True), fail_on_mismatch=dict(type="bool", default=True))
 
 
 class Verify(Job):
     RESULT = dict(crds=[], verified=False)
     WHAT = "crd_storage_verify"
-    reader = None
 
     def prepare(self):
-        require("urllib3", HAS_URLLIB3, URLLIB3_IMPORT_ERROR)
+        self.require_etcd_client()
 
     def run(self, transport, crds):
-        p = self.params
-        self.reader = EtcdReader(EtcdOptions(url=p["etcd_url"], prefix=p["etcd_prefix"], ca_cert=p["etcd_ca_cert"],
-                                             client_cert=p["etcd_client_cert"], client_key=p["etcd_client_key"]))
+        reader = self.etcd(EtcdReader)
         for crd in crds:
-            scan = self.reader.scan(crd.name, crd.group, crd.plural, "%s/%s" % (crd.group, crd.storage_version))
+            scan = reader.scan(crd.name, crd.group, crd.plural, "%s/%s" % (crd.group, crd.storage_version))
             if scan.total == 0:  # nothing in etcd: only right when the API lists nothing either
                 api_objects = count_objects(transport, crd)
                 if api_objects != 0:
-                    self.reader.explain_no_keys(scan, crd.group, crd.plural, api_objects)
+                    reader.explain_no_keys(scan, crd.group, crd.plural, api_objects)
             self.result["crds"].append(scan.as_dict())
 
     def finish(self):
@@ -151,10 +141,6 @@ class Verify(Job):
                                                      first["expected_api_version"],
                                                      ", ".join(first["mismatched_keys"][:3])),
                                cluster=cluster, crd=first["name"])
-
-    def close(self):
-        if self.reader is not None:
-            self.reader.close()
 
 
 def main():

@@ -5,7 +5,7 @@
 
 ``connect_to(monkeypatch, fake)`` makes the glue's one engine connection return ``fake`` and records what it
 was asked for in ``fake.seen`` (the ConnectionOptions and the keyword arguments), and how often in
-``fake.connects``.
+``fake.connects``; ``connected_fake`` builds the usual fake and connects to it.
 """
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ import pytest
 from tests.unit.compat import patch_module_args
 
 from ansible_collections.crdops.migration.plugins.module_utils import _crdops_glue
+from tests.unit.crdops_fakes import FakeCluster
+
+NAME = "crontabs.stable.example.com"
 
 
 def connect_to(monkeypatch, fake):
@@ -27,6 +30,15 @@ def connect_to(monkeypatch, fake):
         return fake
     monkeypatch.setattr(_crdops_glue, "connect", connect)
     return fake
+
+
+def connected_fake(monkeypatch, objects=12, namespaces=("a", "b")):
+    """A FakeCluster with the CRD ``NAME`` (storedVersions v1, v2; storage v2) and ``objects`` objects stored at
+    v1, which the modules connect to."""
+    fake = FakeCluster()
+    fake.add_crd()
+    fake.add_objects(NAME, objects, namespaces=namespaces)
+    return connect_to(monkeypatch, fake)
 
 
 def run(module, args, capsys, check_mode=False):

@@ -7,18 +7,13 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.crdops.migration.plugins.modules import crd_storage_info
-from tests.unit.crdops_fakes import FakeCluster
-from tests.unit.plugins.modules.runner import connect_to, run
+from tests.unit.plugins.modules.runner import NAME, connected_fake, run
 
-NAME = "crontabs.stable.example.com"
 
 
 @pytest.fixture
 def cluster(monkeypatch):
-    c = FakeCluster()
-    c.add_crd()
-    c.add_objects(NAME, 12, namespaces=("a", "b"))
-    return connect_to(monkeypatch, c)
+    return connected_fake(monkeypatch)
 
 
 def test_info(cluster, capsys):

@@ -10,18 +10,14 @@ import pytest
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import RECORD_ANNOTATION
 from ansible_collections.crdops.migration.plugins.modules import crd_storage_migrate
-from tests.unit.crdops_fakes import FakeCluster, status
-from tests.unit.plugins.modules.runner import connect_to, run
+from tests.unit.crdops_fakes import status
+from tests.unit.plugins.modules.runner import NAME, connected_fake, run
 
-NAME = "crontabs.stable.example.com"
 
 
 @pytest.fixture
 def cluster(monkeypatch):
-    c = FakeCluster()
-    c.add_crd()
-    c.add_objects(NAME, 12, namespaces=("a", "b"))
-    return connect_to(monkeypatch, c)
+    return connected_fake(monkeypatch)
 
 
 def test_migrate_then_rerun_skips(cluster, capsys):

@@ -9,19 +9,15 @@ import json
 import pytest
 
 from ansible_collections.crdops.migration.plugins.modules import crd_storage_migrate
-from tests.unit.crdops_fakes import FakeCluster
 from tests.unit.plugins.modules import runner
 
-NAME = "crontabs.stable.example.com"
+NAME = runner.NAME
 TWO = [("apiserver-a", 4.0), ("apiserver-b", 9.0)]
 
 
 @pytest.fixture
 def cluster(monkeypatch):
-    c = FakeCluster()
-    c.add_crd()
-    c.add_objects(NAME, 12, namespaces=("a", "b"))
-    return runner.connect_to(monkeypatch, c)
+    return runner.connected_fake(monkeypatch)
 
 
 def run(args, capsys, check_mode=False):

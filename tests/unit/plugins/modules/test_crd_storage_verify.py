@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.crdops.migration.plugins.module_utils import _crdops_glue
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import EtcdScanResult
 from ansible_collections.crdops.migration.plugins.modules import crd_storage_verify
-from tests.unit.crdops_fakes import FakeCluster
-from tests.unit.plugins.modules.runner import connect_to, run
+from tests.unit.plugins.modules.runner import NAME, connected_fake, run
 
-NAME = "crontabs.stable.example.com"
 ARGS = {"names": [NAME], "etcd_url": "http://127.0.0.1:2379"}
 
 
@@ -41,12 +40,9 @@ class FakeReader(object):
 
 @pytest.fixture
 def cluster(monkeypatch):
-    c = FakeCluster()
-    c.add_crd()
-    c.add_objects(NAME, 3)
     monkeypatch.setattr(crd_storage_verify, "EtcdReader", FakeReader)
     FakeReader.counts, FakeReader.problem, FakeReader.closed = {}, None, False
-    return connect_to(monkeypatch, c)
+    return connected_fake(monkeypatch, objects=3)
 
 
 def test_every_key_at_the_storage_version_verifies(cluster, capsys):
@@ -74,7 +70,7 @@ def test_no_key_while_the_api_lists_objects_fails_even_without_fail_on_mismatch(
 
 
 def test_without_urllib3_it_fails_before_connecting(cluster, capsys, monkeypatch):
-    monkeypatch.setattr(crd_storage_verify, "HAS_URLLIB3", False)
+    monkeypatch.setattr(_crdops_glue, "HAS_URLLIB3", False)
     out = run(crd_storage_verify, ARGS, capsys)
     assert out["_rc"] == 1 and "urllib3" in out["msg"] and out["error"]["kind"] == "missing_library"
     assert cluster.connects == 0

@@ -10,18 +10,13 @@ import pytest
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import RECORD_ANNOTATION
 from ansible_collections.crdops.migration.plugins.modules import crd_stored_versions_trim
-from tests.unit.crdops_fakes import FakeCluster
-from tests.unit.plugins.modules.runner import connect_to, run
+from tests.unit.plugins.modules.runner import NAME, connected_fake, run
 
-NAME = "crontabs.stable.example.com"
 
 
 @pytest.fixture
 def cluster(monkeypatch):
-    c = FakeCluster()
-    c.add_crd()
-    c.add_objects(NAME, 3)
-    return connect_to(monkeypatch, c)
+    return connected_fake(monkeypatch, objects=3)
 
 
 def with_record(cluster):

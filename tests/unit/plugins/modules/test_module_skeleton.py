@@ -17,10 +17,9 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection
 from ansible_collections.crdops.migration.plugins.modules import (
     crd_client_check, crd_storage_info, crd_storage_migrate, crd_storage_repair, crd_storage_verify,
     crd_stored_versions_trim)
-from tests.unit.crdops_fakes import FakeCluster, status
-from tests.unit.plugins.modules.runner import connect_to, run
+from tests.unit.crdops_fakes import status
+from tests.unit.plugins.modules.runner import NAME, connected_fake, run
 
-NAME = "crontabs.stable.example.com"
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + NAME
 TOKEN = "tok-SUPERSECRET-987"
 
@@ -38,10 +37,7 @@ ALL = pytest.mark.parametrize("module", list(MODULES), ids=lambda m: m.__name__.
 
 @pytest.fixture
 def cluster(monkeypatch):
-    c = FakeCluster()
-    c.add_crd()
-    c.add_objects(NAME, 4)
-    return connect_to(monkeypatch, c)
+    return connected_fake(monkeypatch, objects=4)
 
 
 def on_crd_get(answer):
