@@ -3,7 +3,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 # PRIVATE: for internal use by crdops.migration only; may change in any release
-"""The one file that knows both Ansible and the engine: argument specs, engine connection, errors."""
+"""The one file that knows both Ansible and the engine: argument specs, the module skeleton (``Job``,
+``execute``, ``run_module``), engine connection, results and errors."""
 
 from __future__ import annotations
 
@@ -212,7 +213,8 @@ class Job(object):
 def execute(job):
     """The one skeleton of every module: check, connect, select, run, close. Never raises: a failure is a
     result with ``failed``, ``msg`` and ``error`` (``kind`` and the cluster/CRD/object it concerns) plus what
-    the job did so far (``Job.partial``)."""
+    the job did so far (``Job.partial``). Every check is made before the connection."""
+    transport = None
     try:
         job.prepare()
         selection = selection_from(job.params)
@@ -220,20 +222,17 @@ def execute(job):
         link = job.transport_options()
         link.validate()
         transport = connect_from(job.params, link)
-    except CrdOpsError as exc:
-        job.close()
-        return failure(exc, **job.partial(exc))
-    cluster = job.result["cluster"] = transport.cluster_label
-    try:
+        job.result["cluster"] = transport.cluster_label
         job.run(transport, select_crds(transport, selection))
         job.finish()
     except CrdOpsError as exc:
-        return failure(exc.with_context(cluster=cluster), **job.partial(exc))
+        return failure(exc.with_context(cluster=job.result.get("cluster")), **job.partial(exc))
     except Exception as exc:  # not ours (a credential plugin, a library): scrubbed, no traceback, no secrets
-        return failure(unexpected(exc, job.WHAT, cluster=cluster), **job.partial(exc))
+        return failure(unexpected(exc, job.WHAT, cluster=job.result.get("cluster")), **job.partial(exc))
     finally:
         job.close()
-        transport.close()
+        if transport is not None:
+            transport.close()
     return job.result
 
 

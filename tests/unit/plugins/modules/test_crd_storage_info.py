@@ -10,7 +10,6 @@ from ansible_collections.crdops.migration.plugins.modules import crd_storage_inf
 from tests.unit.plugins.modules.runner import NAME, connected_fake, run
 
 
-
 @pytest.fixture
 def cluster(monkeypatch):
     return connected_fake(monkeypatch)

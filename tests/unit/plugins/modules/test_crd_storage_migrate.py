@@ -14,7 +14,6 @@ from tests.unit.crdops_fakes import status
 from tests.unit.plugins.modules.runner import NAME, connected_fake, run
 
 
-
 @pytest.fixture
 def cluster(monkeypatch):
     return connected_fake(monkeypatch)

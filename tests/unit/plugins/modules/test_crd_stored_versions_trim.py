@@ -13,7 +13,6 @@ from ansible_collections.crdops.migration.plugins.modules import crd_stored_vers
 from tests.unit.plugins.modules.runner import NAME, connected_fake, run
 
 
-
 @pytest.fixture
 def cluster(monkeypatch):
     return connected_fake(monkeypatch, objects=3)

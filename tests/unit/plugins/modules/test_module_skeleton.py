@@ -127,6 +127,18 @@ def test_a_failed_check_closes_what_the_job_opened_and_never_connects(cluster):
     assert out["error"]["kind"] == "bad_input" and closed == [True] and cluster.connects == 0
 
 
+def test_a_foreign_exception_before_connecting_is_unexpected_too(cluster):
+    class Broken(_crdops_glue.Job):
+        WHAT = "the broken task"
+
+        def prepare(self):
+            raise ValueError("password: %s" % TOKEN)
+
+    out = _crdops_glue.execute(Broken({"names": [NAME]}))
+    assert out["failed"] and out["error"]["kind"] == "unexpected" and out["msg"].startswith("the broken task failed")
+    assert TOKEN not in json.dumps(out) and cluster.connects == 0
+
+
 @ALL
 def test_a_kubeconfig_of_the_wrong_type_is_bad_input(cluster, capsys, module):
     out = run(module, dict(MODULES[module], names=[NAME], kubeconfig=["a", "b"]), capsys)
