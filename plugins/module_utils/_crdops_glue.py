@@ -108,7 +108,7 @@ def kubeconfig_secret_values(value):
     return out
 
 
-class CrdOpsModule(object):
+class CrdOpsModule:
     """Thin wrapper: AnsibleModule + dependency check + kubeconfig redaction + engine connection."""
 
     def __init__(self, argument_spec, **kwargs):

@@ -17,7 +17,7 @@ import time
 from typing import Callable, Optional
 
 
-class Heartbeat(object):
+class Heartbeat:
     def __init__(self, path: str, timeout: float, clock: Callable[[], float] = time.time) -> None:
         self.path = path
         self.timeout = timeout

@@ -31,7 +31,7 @@ class ObjectRef(NamedTuple):
         return (self.namespace, self.name)
 
 
-class ListStats(object):
+class ListStats:
     """Counters the listing updates (read by the re-store pass)."""
 
     def __init__(self) -> None:
@@ -70,7 +70,7 @@ def list_pages(
         raise ValueError("page_size must be > 0")
     stats = stats if stats is not None else ListStats()
     path = crd.resource_path(version)
-    token = None  # type: Optional[str]
+    token: Optional[str] = None
     while True:
         query = [("limit", str(page_size))]
         if token:

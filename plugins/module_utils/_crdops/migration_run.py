@@ -38,7 +38,7 @@ TOTAL_KEYS = ("listed", "rewritten", "unchanged", "gone", "failed", "throttled",
 
 
 @dataclass(frozen=True)
-class RunOptions(object):
+class RunOptions:
     restore: RestoreOptions
     force: bool = False
     # CRDs that must end with a valid record (release N+1 removes one of their versions): a clean
@@ -54,7 +54,7 @@ class RunOptions(object):
 
 
 @dataclass
-class RunResult(object):
+class RunResult:
     crds: List[Dict[str, Any]] = field(default_factory=list)
     totals: Dict[str, int] = field(default_factory=lambda: dict((k, 0) for k in TOTAL_KEYS))
     changed: bool = False
@@ -89,17 +89,17 @@ def skip_reason(crd: Crd, force: bool, has_valid_record: bool, record_required: 
     return None
 
 
-class ProgressFile(object):
+class ProgressFile:
     """A JSON file rewritten atomically after each page, for a role polling a background job."""
 
     def __init__(self, path: Optional[str], cluster: str, check_mode: bool,
                  on_error: Callable[[str], None]) -> None:
         self.path = path
         self.on_error = on_error
-        self.state = dict(cluster=cluster, crds_total=0, crds_done=0, current=None,
-                          check_mode=check_mode)  # type: Dict[str, Any]
+        self.state: Dict[str, Any] = dict(cluster=cluster, crds_total=0, crds_done=0, current=None,
+                                          check_mode=check_mode)
         # a follower in the same process (the controller-side action prints progress lines from it)
-        self.on_update = None  # type: Optional[Callable[[Dict[str, Any]], None]]
+        self.on_update: Optional[Callable[[Dict[str, Any]], None]] = None
 
     def update(self, info: Optional[Dict[str, Any]] = None) -> None:
         if info is not None:
@@ -162,7 +162,7 @@ def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier_transp
     if not check_mode:
         barrier = wait_for_storage_version(barrier_transports, crd, options.barrier_timeout,
                                            options.barrier_settle).to_dict()
-    errors = []  # type: List[str]
+    errors: List[str] = []
     if not check_mode:
         _emit(transport, crd, errors, PASS_STARTED, started_message(crd))
     try:
@@ -186,7 +186,7 @@ def run_managed_fields_pass(transport: Transport, crd: Crd, options: RunOptions,
     """For a skipped CRD: fix stale managedFields entries; an Event only when something was (to be) written."""
     entry = fix_managed_fields(transport, crd, options.restore, progress=progress.update,
                                stop_check=stop_check, stop=options.stop).to_dict()
-    errors = []  # type: List[str]
+    errors: List[str] = []
     if not options.restore.check_mode and (entry["objects_with_stale_managed_fields"] or problem_of(entry)):
         reason, message, warning = finished_event(entry)
         _emit(transport, crd, errors, reason, message, warning)

@@ -31,7 +31,7 @@ def utc_now() -> str:
 
 
 @dataclass(frozen=True)
-class MigrationRecord(object):
+class MigrationRecord:
     storage_version: str
     generation: int
     started_at: str
@@ -85,7 +85,7 @@ class MigrationRecord(object):
 
 
 @dataclass(frozen=True)
-class RecordValidation(object):
+class RecordValidation:
     ok: bool
     reason: str
     record: Optional[MigrationRecord] = None
@@ -138,7 +138,7 @@ CARRIED_COUNTS = ("listed", "rewritten", "unchanged", "gone", "skipped_by_checkp
 
 
 @dataclass(frozen=True)
-class Checkpoint(object):
+class Checkpoint:
     storage_version: str
     generation: int
     last: str  # key ("ns/name" or "name") of the last object of the last clean page, in list order
@@ -148,8 +148,8 @@ class Checkpoint(object):
     counts: Optional[Dict[str, int]] = None
 
     def to_annotation(self) -> str:
-        data = {"storageVersion": self.storage_version, "generation": self.generation,
-                "last": self.last, "startedAt": self.started_at}  # type: Dict[str, Any]
+        data: Dict[str, Any] = {"storageVersion": self.storage_version, "generation": self.generation,
+                                "last": self.last, "startedAt": self.started_at}
         if self.counts is not None:
             data["counts"] = dict((k, int(self.counts.get(k, 0))) for k in CARRIED_COUNTS)
         return json.dumps(data, separators=(",", ":"), sort_keys=True)
@@ -185,7 +185,7 @@ def read_checkpoint(crd: Crd) -> Tuple[Optional[Checkpoint], Optional[str]]:
 
 def _patch_annotations(transport: Transport, crd_name: str, annotations: Dict[str, Optional[str]],
                        resource_version: Optional[str] = None) -> Dict[str, Any]:
-    meta = {"annotations": annotations}  # type: Dict[str, Any]
+    meta: Dict[str, Any] = {"annotations": annotations}
     if resource_version:
         meta["resourceVersion"] = resource_version
     resp = transport.request("PATCH", crd_path(crd_name), body=dumps({"metadata": meta}),

@@ -62,7 +62,7 @@ StopCheck = Callable[[], Optional[str]]  # why the pass must stop writing now (e
 
 
 @dataclass(frozen=True)
-class RestoreOptions(object):
+class RestoreOptions:
     page_size: int = 500
     workers: int = 8
     max_failures: Optional[int] = None  # abort once failed > max_failures; None = never
@@ -89,7 +89,7 @@ class RestoreOptions(object):
 
 
 @dataclass
-class CrdResult(object):
+class CrdResult:
     crd: str
     storage_version: Optional[str]
     stored_versions: List[str]
@@ -187,7 +187,7 @@ def check_migratable(crd: Crd, cluster: Optional[str] = None) -> None:
             % (crd.storage_version, ", ".join(crd.served_versions) or "none"), cluster=cluster, crd=crd.name)
 
 
-class _Page(object):
+class _Page:
     """One listed page: the objects submitted, their pending outcomes, and what the checkpoint needs."""
 
     __slots__ = ("refs", "futures", "last_key", "skipped", "covered")
@@ -200,7 +200,7 @@ class _Page(object):
         self.covered = 0  # of the skipped: listed at or before the resume point, counted by earlier runs
 
 
-class RestorePass(object):
+class RestorePass:
     """One pass over one CRD (as read when the pass starts). Page N is written by a worker pool while page
     N+1 is listed; at most two pages are held, so memory does not grow with the object count.
 
@@ -226,16 +226,16 @@ class RestorePass(object):
                                 managed_fields_only=managed_fields_only)
         self.stats = ListStats()
         self.abort = threading.Event()
-        self.abort_reasons = []  # type: List[str]
-        self.abort_kind = None  # type: Optional[str]
+        self.abort_reasons: List[str] = []
+        self.abort_kind: Optional[str] = None
         self.stop_check = stop_check
         self.started_at = now()
-        self.clean_through = None  # type: Optional[str]  # last key of the last failure-free page, in order
-        self.resume_point = None  # type: Optional[str]  # the checkpoint's key when it carries earlier counts
+        self.clean_through: Optional[str] = None  # last key of the last failure-free page, in order
+        self.resume_point: Optional[str] = None  # the checkpoint's key when it carries earlier counts
         self.covered = 0  # listings (drained) at or before resume_point: already in the carried counts
         self.clean = True  # no failure so far: the checkpoint may advance
         self.pages_since_ckpt = 0
-        self.inflight = deque()  # type: Deque[_Page]
+        self.inflight: Deque[_Page] = deque()
         self.relists_seen = 0
         self._start = clock()
         self._throttled_before = 0
@@ -344,7 +344,7 @@ class RestorePass(object):
 
     def submit(self, executor: ThreadPoolExecutor, todo: List[ObjectRef], last_key: str, skipped: int) -> _Page:
         """Start the writes of one page; in check mode plan them instead (dry-run sample, managedFields counts)."""
-        futures = []  # type: List[Future[Outcome]]
+        futures: List[Future[Outcome]] = []
         if self.options.check_mode:
             if (self.result.pages == 0 and not self.inflight and self.options.preflight_sample > 0
                     and not self.mf_only):
