@@ -35,6 +35,9 @@ description:
     every page is read at every served version before the page is written (conversion probe).
     Other per-object failures (for example an admission webhook rejecting the write) are counted and
     reported; the pass continues unless O(max_failures) is exceeded.
+  - Objects last written after the HA barrier passed (their C(resourceVersion) is newer than the etcd revision read
+    right after it) whose managedFields name no other version are stored at the storage version already; they are
+    not written and are counted in RV(crds[].already_current).
   - After a complete pass with zero failures, a migration record is written as the annotation
     C(migration.crdops.io/storage-migration) on the CRD, provided its storage version and generation are
     unchanged since the pass started. M(crdops.migration.crd_stored_versions_trim) requires this record.
@@ -261,9 +264,26 @@ crds:
     skipped_by_checkpoint:
       description:
         - Listed objects not written because a checkpoint (or, after a relist, this pass) shows them done.
-        - A complete pass accounts for every listing, C(rewritten + unchanged + gone + skipped_by_checkpoint == listed).
+        - A complete pass accounts for every listing,
+          C(rewritten + unchanged + gone + skipped_by_checkpoint + already_current == listed).
       type: int
       returned: always
+    already_current:
+      description:
+        - Listed objects not written because they were last written after the HA barrier passed (their
+          C(resourceVersion) is greater than RV(crds[].barrier_revision)) and their managedFields name no other
+          version, so they are stored at the storage version already. Always 0 in check mode and in a
+          managedFields-only pass.
+      type: int
+      returned: always
+      version_added: 1.1.0
+    barrier_revision:
+      description:
+        - The C(resourceVersion) of a LIST with C(limit=1) of the CRD's objects, read right after the HA barrier passed
+          (the etcd revision at that moment); null in check mode and for a managedFields-only pass.
+      type: int
+      returned: always
+      version_added: 1.1.0
     not_attempted: {description: Objects not written because the pass stopped., type: int, returned: always}
     throttled: {description: Throttled responses (429/503)., type: int, returned: always}
     relists: {description: Lists restarted after 410 Gone., type: int, returned: always}
@@ -375,11 +395,11 @@ barrier:
     refusal: {description: Check mode - the message a real run would fail with., type: str, returned: in check mode when refused}
 totals:
   description:
-    - Sums over all CRDs (listed, rewritten, unchanged, gone, failed, throttled, skipped_by_checkpoint,
+    - Sums over all CRDs (listed, rewritten, unchanged, gone, failed, throttled, skipped_by_checkpoint, already_current,
       managed_fields_rewritten, managed_fields_dropped, objects_with_stale_managed_fields).
   returned: always
   type: dict
-  sample: {listed: 1200, rewritten: 800, unchanged: 400, gone: 0, failed: 0, throttled: 0, skipped_by_checkpoint: 0,
+  sample: {listed: 1200, rewritten: 800, unchanged: 400, gone: 0, failed: 0, throttled: 0, skipped_by_checkpoint: 0, already_current: 0,
            managed_fields_rewritten: 120, managed_fields_dropped: 0, objects_with_stale_managed_fields: 60}
 cluster:
   description: Secret-free name of the cluster.

@@ -25,6 +25,7 @@ from .barrier import wait_for_storage_version
 from .crd import Crd
 from .errors import CrdOpsError
 from .events import PASS_FAILED, PASS_STARTED, PASS_SUCCEEDED, emit_crd_event
+from .freshness import barrier_revision
 from .managed_fields import keeps_ownership
 from .pass_lease import DEFAULT_NAMESPACE, LeaseHeldError, PassLease
 from .record import validate_record
@@ -34,7 +35,7 @@ from .stop import StopSignal
 from .transport import Transport
 
 TOTAL_KEYS = ("listed", "rewritten", "unchanged", "gone", "failed", "throttled", "skipped_by_checkpoint",
-              "managed_fields_rewritten", "managed_fields_dropped", "objects_with_stale_managed_fields")
+              "already_current", "managed_fields_rewritten", "managed_fields_dropped", "objects_with_stale_managed_fields")
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ class RunOptions:
     lease_namespace: str = DEFAULT_NAMESPACE
     lease_wait: float = 60.0
     stop: Optional[StopSignal] = None  # Ctrl-C, SIGTERM or a vanished supervisor ends the pass (stop.py)
+    # do not write objects last written after the barrier passed (no stale managedFields): already_current
+    skip_current: bool = True
 
 
 @dataclass
@@ -143,9 +146,9 @@ def finished_event(entry: Dict[str, Any]) -> Tuple[str, str, bool]:
     what = "managedFields-only pass" if entry.get("managed_fields_only") else "Re-store pass"
     record = "migration record written" if entry.get("record_written") else "no record needed"
     return PASS_SUCCEEDED, "%s at storage version %s complete: listed %d, rewritten %d, unchanged %d, gone %d, " \
-        "skipped by checkpoint %d, failed 0; %s; %s." % (
+        "skipped by checkpoint %d, already current %d, failed 0; %s; %s." % (
             what, entry["storage_version"], entry["listed"], entry["rewritten"], entry["unchanged"], entry["gone"],
-            entry["skipped_by_checkpoint"], _mf_words(entry), record), False
+            entry["skipped_by_checkpoint"], entry.get("already_current") or 0, _mf_words(entry), record), False
 
 
 def _emit(transport: Transport, crd: Crd, errors: List[str], reason: str, message: str, warning: bool = False) -> None:
@@ -159,15 +162,18 @@ def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier_transp
     """The full re-store pass of one CRD, behind the HA barrier, with Events (never in check mode)."""
     check_mode = options.restore.check_mode
     barrier = None
+    revision = None
     if not check_mode:
         barrier = wait_for_storage_version(barrier_transports, crd, options.barrier_timeout,
                                            options.barrier_settle).to_dict()
+        # after the barrier: objects written later than this revision are at the storage version (freshness.py)
+        revision = barrier_revision(transport, crd) if options.skip_current else None
     errors: List[str] = []
     if not check_mode:
         _emit(transport, crd, errors, PASS_STARTED, started_message(crd))
     try:
         entry = migrate_crd(transport, crd, options.restore, progress=progress.update, stop_check=stop_check,
-                            stop=options.stop).to_dict()
+                            stop=options.stop, barrier_revision=revision).to_dict()
     except CrdOpsError as exc:
         if not check_mode:
             _emit(transport, crd, errors, PASS_FAILED, "Pass at storage version %s stopped: %s" % (

@@ -29,6 +29,7 @@ from .errors import (
     UnexpectedError,
     unexpected,
 )
+from .freshness import written_after
 from .listing import ListStats, ObjectRef, list_pages
 from .managed_fields import keeps_ownership, plan_patch
 from .object_write import (  # noqa: F401 - outcome kinds and restore_object are re-exported for callers
@@ -99,6 +100,8 @@ class CrdResult:
     gone: int = 0
     failed: int = 0
     skipped_by_checkpoint: int = 0
+    # listed, not written: last written after the barrier passed, no stale managedFields (freshness.py)
+    already_current: int = 0
     not_attempted: int = 0
     throttled: int = 0
     relists: int = 0
@@ -124,6 +127,7 @@ class CrdResult:
     managed_fields_dropped: int = 0  # entries removed (webhook conversion, or a duplicate manager identity)
     objects_with_stale_managed_fields: int = 0  # objects listed with such entries (written or, check mode, planned)
     managed_fields_only: bool = False  # a pass over a CRD already done: only objects with stale entries written
+    barrier_revision: Optional[int] = None  # etcd revision read when the barrier passed (None: no skip rule)
 
     @property
     def ok(self) -> bool:
@@ -135,6 +139,7 @@ class CrdResult:
             "stored_versions": list(self.stored_versions), "listed": self.listed,
             "rewritten": self.rewritten, "unchanged": self.unchanged, "gone": self.gone,
             "failed": self.failed, "skipped_by_checkpoint": self.skipped_by_checkpoint,
+            "already_current": self.already_current, "barrier_revision": self.barrier_revision,
             "not_attempted": self.not_attempted, "throttled": self.throttled, "relists": self.relists,
             "expired_continues": self.expired_continues,
             "pages": self.pages, "first_failures": list(self.first_failures),
@@ -190,7 +195,7 @@ def check_migratable(crd: Crd, cluster: Optional[str] = None) -> None:
 class _Page:
     """One listed page: the objects submitted, their pending outcomes, and what the checkpoint needs."""
 
-    __slots__ = ("refs", "futures", "last_key", "skipped", "covered")
+    __slots__ = ("refs", "futures", "last_key", "skipped", "covered", "current")
 
     def __init__(self, refs: List[ObjectRef], futures: List["Future[Outcome]"], last_key: str, skipped: int) -> None:
         self.refs = refs
@@ -198,6 +203,7 @@ class _Page:
         self.last_key = last_key
         self.skipped = skipped
         self.covered = 0  # of the skipped: listed at or before the resume point, counted by earlier runs
+        self.current = 0  # listed, not written: at the storage version already (written after the barrier)
 
 
 class RestorePass:
@@ -210,7 +216,8 @@ class RestorePass:
     def __init__(self, transport: Transport, crd: Crd, options: RestoreOptions, *, probe: Optional[ProbeFn] = None,
                  progress: Optional[ProgressFn] = None, clock: Callable[[], float] = time.monotonic,
                  now: Callable[[], str] = utc_now, managed_fields_only: bool = False,
-                 stop_check: Optional[StopCheck] = None, stop: Optional[StopSignal] = None) -> None:
+                 stop_check: Optional[StopCheck] = None, stop: Optional[StopSignal] = None,
+                 barrier_revision: Optional[int] = None) -> None:
         self.transport = transport
         self.crd = crd
         self.options = options
@@ -224,6 +231,9 @@ class RestorePass:
         self.result = CrdResult(crd=crd.name, storage_version=crd.storage_version,
                                 stored_versions=list(crd.stored_versions), check_mode=options.check_mode,
                                 managed_fields_only=managed_fields_only)
+        # check mode writes nothing and a managedFields-only pass writes only stale objects: no skip rule there
+        if not (options.check_mode or managed_fields_only):
+            self.result.barrier_revision = barrier_revision
         self.stats = ListStats()
         self.abort = threading.Event()
         self.abort_reasons: List[str] = []
@@ -318,9 +328,11 @@ class RestorePass:
                     self.relists_seen = self.stats.relists
                     self.drain_all()
                 todo, skipped = self.select(refs)
+                todo, current = self.split_current(todo)
                 if self.probe is not None:
                     self.probe(self.crd, todo if self.mf_only else refs)
                 page = self.submit(executor, todo, refs[-1].key, skipped)
+                page.current = current
                 if self.resume_point is not None:
                     page.covered = sum(1 for r in refs if r.key <= self.resume_point)
                 self.inflight.append(page)
@@ -341,6 +353,15 @@ class RestorePass:
             if not self.options.check_mode:
                 self.result.unchanged += fine - len(todo)
         return todo, skipped
+
+    def split_current(self, todo: List[ObjectRef]) -> Tuple[List[ObjectRef], int]:
+        """Take out the objects last written after the barrier passed, with no stale managedFields entry: they are
+        at the storage version already (freshness.py). Returns the objects still to write and how many were taken."""
+        revision = self.result.barrier_revision
+        if revision is None:
+            return todo, 0
+        rest = [r for r in todo if not written_after(r, revision)]
+        return rest, len(todo) - len(rest)
 
     def submit(self, executor: ThreadPoolExecutor, todo: List[ObjectRef], last_key: str, skipped: int) -> _Page:
         """Start the writes of one page; in check mode plan them instead (dry-run sample, managedFields counts)."""
@@ -411,6 +432,7 @@ class RestorePass:
             if self.tally(fut.result()):
                 page_failed = True
         self.result.skipped_by_checkpoint += page.skipped
+        self.result.already_current += page.current
         self.covered += page.covered
         self.result.pages += 1
         if page_failed:
@@ -464,7 +486,8 @@ class RestorePass:
     def drained_listings(self) -> int:
         """Listings whose page has been counted (every page so far when called from ``drain``)."""
         r = self.result
-        return r.rewritten + r.unchanged + r.gone + r.failed + r.not_attempted + r.skipped_by_checkpoint
+        return (r.rewritten + r.unchanged + r.gone + r.failed + r.not_attempted + r.skipped_by_checkpoint
+                + r.already_current)
 
     def pass_counts(self, listed: int) -> Dict[str, int]:
         """The whole pass's counts: this run's plus those carried by the checkpoint. Objects this run listed at or
@@ -474,6 +497,7 @@ class RestorePass:
         r = self.result
         mine = {"listed": listed - self.covered, "rewritten": r.rewritten, "unchanged": r.unchanged, "gone": r.gone,
                 "skipped_by_checkpoint": r.skipped_by_checkpoint - self.covered,
+                "already_current": r.already_current,
                 "managed_fields_rewritten": r.managed_fields_rewritten,
                 "managed_fields_dropped": r.managed_fields_dropped,
                 "objects_with_stale_managed_fields": r.objects_with_stale_managed_fields}
@@ -482,7 +506,7 @@ class RestorePass:
 
     def done(self) -> int:
         r = self.result
-        return r.rewritten + r.unchanged + r.gone + r.failed
+        return r.rewritten + r.unchanged + r.gone + r.failed + r.already_current
 
     def report_progress(self) -> None:
         if self.progress is None:
@@ -492,7 +516,7 @@ class RestorePass:
         self.progress({"crd": self.crd.name, "pages": r.pages, "listed": self.stats.listed, "done": self.done(),
                        "answered": self._live_done,  # writes answered, page not yet counted (see count_live)
                        "rewritten": r.rewritten, "unchanged": r.unchanged, "gone": r.gone, "failed": r.failed,
-                       "skipped_by_checkpoint": r.skipped_by_checkpoint,
+                       "skipped_by_checkpoint": r.skipped_by_checkpoint, "already_current": r.already_current,
                        "managed_fields_rewritten": r.managed_fields_rewritten,
                        "managed_fields_dropped": r.managed_fields_dropped,
                        "objects_with_stale_managed_fields": r.objects_with_stale_managed_fields,
@@ -547,14 +571,16 @@ def migrate_crd(
     now: Callable[[], str] = utc_now,
     stop_check: Optional[StopCheck] = None,
     stop: Optional[StopSignal] = None,
+    barrier_revision: Optional[int] = None,
 ) -> CrdResult:
     """Run one complete re-store pass over ``crd`` (as read when the pass starts) and, when it is
     complete with zero failures, write the migration record. Never raises for per-object errors;
     fatal errors (conversion webhook, auth, connection past the retry deadline) end the pass with
-    ``aborted_reason`` set. Bad input raises before anything is written."""
+    ``aborted_reason`` set. Bad input raises before anything is written. ``barrier_revision``: the etcd revision
+    read when the HA barrier passed; objects written after it are counted ``already_current`` (freshness.py)."""
     _prepare(transport, crd, options)
     return RestorePass(transport, crd, options, probe=probe, progress=progress, clock=clock, now=now,
-                       stop_check=stop_check, stop=stop).run()
+                       stop_check=stop_check, stop=stop, barrier_revision=barrier_revision).run()
 
 
 def fix_managed_fields(
