@@ -124,6 +124,15 @@ options:
         RV(crds[].predicted_rejections). V(0) sends no dry-run.
     type: int
     default: 5
+  sample_only:
+    description:
+      - Check mode only (the module fails without it). List only the first O(preflight_sample) objects of each CRD
+        (at least one) in one request instead of every object; the dry-run and the managedFields plan cover those
+        objects, and the object count comes from the same answer (C(remainingItemCount)), in
+        RV(crds[].object_count). The role's preflight uses it, so that only the re-store lists every object.
+    type: bool
+    default: false
+    version_added: 1.1.0
   max_qps:
     description: Cap on requests per second (token bucket shared by all workers). Unset means no cap.
     type: float
@@ -275,6 +284,18 @@ crds:
           version, so they are stored at the storage version already. Always 0 in check mode and in a
           managedFields-only pass.
       type: int
+      returned: always
+      version_added: 1.1.0
+    object_count:
+      description:
+        - With O(sample_only), the number of objects of the CRD from the sample's LIST (C(remainingItemCount) plus the
+          objects listed; null when the apiserver does not say); null otherwise (see RV(crds[].listed)).
+      type: int
+      returned: always
+      version_added: 1.1.0
+    sampled:
+      description: With O(sample_only), V(true) - RV(crds[].listed) and the plan cover only the first objects.
+      type: bool
       returned: always
       version_added: 1.1.0
     barrier_revision:
@@ -477,6 +498,7 @@ OPTIONS = dict(
     barrier_fallback=dict(type="str", choices=["fail", "settle"], default="fail"),
     barrier_fallback_settle=dict(type="float", default=30),
     preflight_sample=dict(type="int", default=5),
+    sample_only=dict(type="bool", default=False),
     lease_namespace=dict(type="str", default="default"),
     lease_wait=dict(type="float", default=60),
     # heartbeat of a background pass (issue 12, runner)
@@ -507,7 +529,8 @@ def migrate(params, check_mode, warn, stop=None, follower=None):
     options = RunOptions(
         restore=RestoreOptions(page_size=p["page_size"], workers=p["workers"], max_failures=p["max_failures"],
                                check_mode=check_mode, write_record=p["write_record"], use_checkpoint=p["resume"],
-                               preflight_sample=max(p["preflight_sample"], 0), should_stop=should_stop),
+                               preflight_sample=max(p["preflight_sample"], 0), sample_only=p["sample_only"],
+                               should_stop=should_stop),
         force=p["force"], require_record=tuple(p["require_record"]),
         barrier_timeout=p["barrier_timeout"], barrier_settle=p["barrier_settle"],
         lease_namespace=p["lease_namespace"], lease_wait=max(p["lease_wait"], 0.0), stop=stop)

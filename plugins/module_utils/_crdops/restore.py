@@ -30,7 +30,7 @@ from .errors import (
     unexpected,
 )
 from .freshness import written_after
-from .listing import ListStats, ObjectRef, list_pages
+from .listing import ListStats, ObjectRef, first_page, list_pages
 from .managed_fields import keeps_ownership, plan_patch
 from .object_write import (  # noqa: F401 - outcome kinds and restore_object are re-exported for callers
     FAILED,
@@ -73,6 +73,8 @@ class RestoreOptions:
     checkpoint_every: int = 1  # pages
     probe_conversion: bool = True  # probe webhook conversion before each page
     preflight_sample: int = 5  # check mode: dry-run the no-op write on this many objects
+    # check mode: list only the first max(1, preflight_sample) objects (one request, which also gives the count)
+    sample_only: bool = False
     # asked before every write: a reason to stop the pass (the background job's heartbeat), or None
     should_stop: Optional[Callable[[], Optional[str]]] = field(default=None, compare=False, repr=False)
 
@@ -87,6 +89,8 @@ class RestoreOptions:
             raise BadInputError("max_failures must be >= 0, got %r" % self.max_failures)
         if self.checkpoint_every <= 0:
             raise BadInputError("checkpoint_every must be > 0, got %r" % self.checkpoint_every)
+        if self.sample_only and not self.check_mode:
+            raise BadInputError("sample_only plans from a sample: it needs check mode")
 
 
 @dataclass
@@ -128,6 +132,8 @@ class CrdResult:
     objects_with_stale_managed_fields: int = 0  # objects listed with such entries (written or, check mode, planned)
     managed_fields_only: bool = False  # a pass over a CRD already done: only objects with stale entries written
     barrier_revision: Optional[int] = None  # etcd revision read when the barrier passed (None: no skip rule)
+    object_count: Optional[int] = None  # sample_only: the count the sample's LIST gave (remainingItemCount)
+    sampled: bool = False  # sample_only: listed and planned only the first objects
 
     @property
     def ok(self) -> bool:
@@ -140,6 +146,7 @@ class CrdResult:
             "rewritten": self.rewritten, "unchanged": self.unchanged, "gone": self.gone,
             "failed": self.failed, "skipped_by_checkpoint": self.skipped_by_checkpoint,
             "already_current": self.already_current, "barrier_revision": self.barrier_revision,
+            "object_count": self.object_count, "sampled": self.sampled,
             "not_attempted": self.not_attempted, "throttled": self.throttled, "relists": self.relists,
             "expired_continues": self.expired_continues,
             "pages": self.pages, "first_failures": list(self.first_failures),
@@ -259,6 +266,8 @@ class RestorePass:
 
     # -- the pass ---------------------------------------------------------------------------------------------
     def run(self) -> CrdResult:
+        if self.options.sample_only:
+            return self.sample()
         self.resume_from_checkpoint()
         self._throttled_before = _throttled(self.transport)
         executor = ThreadPoolExecutor(max_workers=self.options.workers, thread_name_prefix="crdops-restore")
@@ -274,6 +283,24 @@ class RestorePass:
         self.finish()
         self.write_record()
         return self.result
+
+    def sample(self) -> CrdResult:
+        """Check mode from one LIST of the first objects: their dry-run, their managedFields plan, and the count."""
+        r = self.result
+        r.sampled = True
+        self.guarded(self.plan_sample, "planning from a sample")
+        self.finish()
+        return r
+
+    def plan_sample(self) -> None:
+        r = self.result
+        refs, r.object_count = first_page(self.transport, self.crd, self.options.preflight_sample)
+        self.stats.listed, self.stats.pages, r.pages = len(refs), 1, 1
+        if self.probe is not None:
+            self.probe(self.crd, refs)
+        if not self.mf_only and self.options.preflight_sample > 0:
+            r.predicted_rejections = predict_rejections(self.transport, self.crd, refs, self.options.preflight_sample)
+        self.plan_managed_fields(refs)
 
     def resume_from_checkpoint(self) -> None:
         """Skip what a previous run did cleanly at this storage version and generation."""
