@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from tests.controlplane.etcd_reader import current_revision, key_versions, scan_storage
+from tests.controlplane.etcd_reader import current_revision, key_versions, keys_written_since, scan_storage
 from tests.controlplane.kube import Kube, objects_path
 from tests.integration.engine import transport_for
 from tests.integration.modrun import auth_args, run_module
@@ -99,3 +99,18 @@ def test_objects_written_after_the_barrier_are_already_current_the_rest_is_rewri
     managers = {(e["manager"], e["apiVersion"]) for o in kube.get(objects_path(group, "v1beta1", s.plural))["items"]
                 for e in o["metadata"].get("managedFields") or [] if e["manager"] == "team-old"}
     assert managers == {("team-old", s.new())}
+
+
+def test_sample_only_plans_from_one_list_of_the_first_objects_and_writes_nothing(cluster, kube, group):
+    s = seed_old_objects(kube, group, 240, namespaces=NS)
+    revision = current_revision(cluster.etcd_url)
+    result = run_module("crd_storage_migrate", dict(auth_args(cluster), names=[s.crd_name], sample_only=True,
+                                                    preflight_sample=7, force=True), check_mode=True)
+    assert not result.get("failed"), result.get("msg")
+    crd = result["crds"][0]
+    assert (crd["listed"], crd["object_count"], crd["sampled"], crd["pages"], crd["complete"]) == (7, 240, True, 1, True)
+    assert crd["predicted_rejections"] == [] and crd["rewritten"] == 0
+    assert keys_written_since(cluster.etcd_url, revision) == []
+    refused = run_module("crd_storage_migrate", dict(auth_args(cluster), names=[s.crd_name], sample_only=True))
+    assert refused.get("failed") and "check mode" in refused["msg"]
+    assert scan_storage(cluster.etcd_url, group, s.plural).counts == {s.old(): 240}
