@@ -22,8 +22,7 @@ while (( $# )); do
 done
 
 # the collection must be importable as crdops.migration (tools/setup.sh links it; do it here too)
-mkdir -p "$ANSIBLE_COLLECTIONS_PATH/ansible_collections/crdops"
-ln -sfn "$REPO_ROOT" "$ANSIBLE_COLLECTIONS_PATH/ansible_collections/crdops/migration"
+python3 "$REPO_ROOT/tools/collection_tree.py" link "$ANSIBLE_COLLECTIONS_PATH" >/dev/null
 # kubernetes.core comes with the `ansible` package in the venv: keep its collections on the path
 SITE_COLLECTIONS="$(python -c 'import ansible_collections, os; print(os.path.dirname(list(ansible_collections.__path__)[-1]))' 2>/dev/null || true)"
 export ANSIBLE_COLLECTIONS_PATH="$ANSIBLE_COLLECTIONS_PATH${SITE_COLLECTIONS:+:$SITE_COLLECTIONS}"

@@ -29,17 +29,14 @@ python3 -c 'import sphinx_ansible_theme, sphinx_antsibull_ext, myst_parser' 2>/d
   || die "sphinx-ansible-theme, antsibull-docs' Sphinx extension or myst-parser missing (pip install -r test-requirements.txt)"
 
 rm -rf "$OUT"
-COLL="$OUT/src/ansible_collections/crdops/migration"
 SITE="$OUT/sphinx"
 HTML="$OUT/html"
-mkdir -p "$COLL" "$SITE" || die "mkdir $OUT"
+mkdir -p "$SITE" || die "mkdir $OUT"
 chmod 700 "$SITE"  # antsibull-docs wants a directory only its owner can write
 
 # 1. Copy of the collection (not a symlink); only this copy and the ansible package's collections
 #    (kubernetes.core, referenced by seealso) are visible.
-tar -C "$SRC" --exclude=./.git --exclude=./build --exclude=./tests/output --exclude=./.venv \
-    --exclude='*.tar.gz' --exclude=__pycache__ --exclude=.pytest_cache --exclude=./docs/_build -cf - . \
-  | tar -C "$COLL" -xf - || die "copy of $SRC to $COLL"
+COLL="$(python3 "$HERE/collection_tree.py" copy "$OUT/src" --src "$SRC" --no-git)" || die "copy of $SRC to $OUT/src"
 export ANSIBLE_COLLECTIONS_PATH="$OUT/src"
 
 # 2. Sphinx skeleton, then a conf.py of our own on top of it: no intersphinx (offline), MyST for the guides.

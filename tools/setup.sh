@@ -79,6 +79,6 @@ echo "== control plane binaries"
 "$REPO_ROOT/tests/controlplane/build.sh" "$@"
 
 # The collection is found under ansible_collections/crdops/migration; link the working tree there.
-mkdir -p "$ANSIBLE_COLLECTIONS_PATH/ansible_collections/crdops" "$ANSIBLE_HOME"
-ln -sfn "$REPO_ROOT" "$ANSIBLE_COLLECTIONS_PATH/ansible_collections/crdops/migration"
+mkdir -p "$ANSIBLE_HOME"
+python3 "$REPO_ROOT/tools/collection_tree.py" link "$ANSIBLE_COLLECTIONS_PATH" >/dev/null
 echo "== setup done (venv: $VENV)"

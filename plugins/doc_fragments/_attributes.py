@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 
-class ModuleDocFragment(object):
+class ModuleDocFragment:
 
     # Descriptions only; each module states its support level.
     DOCUMENTATION = r'''

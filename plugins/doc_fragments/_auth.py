@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 
-class ModuleDocFragment(object):
+class ModuleDocFragment:
 
     # Same options, aliases and environment variables as kubernetes.core.k8s_auth_options.
     DOCUMENTATION = r'''

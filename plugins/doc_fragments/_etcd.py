@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 
-class ModuleDocFragment(object):
+class ModuleDocFragment:
     # How to reach etcd's client port (the same names as crd_storage_verify). etcd_url itself is documented
     # by each module: required there, optional where etcd only adds a check.
     DOCUMENTATION = r'''

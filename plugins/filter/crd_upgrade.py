@@ -93,7 +93,7 @@ def crd_upgrade_client_summary(crds):
     return out
 
 
-class FilterModule(object):
+class FilterModule:
     def filters(self):
         return {
             "crd_upgrade_refusals": crd_upgrade_refusals,

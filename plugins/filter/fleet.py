@@ -119,7 +119,7 @@ def crd_upgrade_report_merge(reports, title=None, generated=None):
     }
 
 
-class FilterModule(object):
+class FilterModule:
     def filters(self):
         return {
             "crd_upgrade_waves": crd_upgrade_waves,

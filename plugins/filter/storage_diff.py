@@ -63,7 +63,7 @@ def storage_diff_pruning_message(pruning: List[Dict[str, Any]], cluster: str) ->
             "crd_upgrade_accept_pruning: true to accept the loss." % (cluster, "; ".join(items)))
 
 
-class FilterModule(object):
+class FilterModule:
     def filters(self):
         return {"storage_diff_pruning": storage_diff_pruning, "storage_diff_lines": storage_diff_lines,
                 "storage_diff_pruning_message": storage_diff_pruning_message}

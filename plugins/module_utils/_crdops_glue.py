@@ -151,7 +151,7 @@ def require(library, present, import_error=None):
         raise MissingLibrary(library, import_error)
 
 
-class Job(object):
+class Job:
     """What one module does between the skeleton's steps (``execute``): connect, select, run, close, fail.
 
     A subclass sets ``RESULT`` (the keys every result of the module has, failed or not) and ``WHAT`` (names the
@@ -236,7 +236,7 @@ def execute(job):
     return job.result
 
 
-class CrdOpsModule(object):
+class CrdOpsModule:
     """AnsibleModule + dependency check + kubeconfig redaction; ``exit`` ends the module with a result."""
 
     def __init__(self, argument_spec, **kwargs):

@@ -35,6 +35,9 @@ description:
     every page is read at every served version before the page is written (conversion probe).
     Other per-object failures (for example an admission webhook rejecting the write) are counted and
     reported; the pass continues unless O(max_failures) is exceeded.
+  - Objects last written after the HA barrier passed (their C(resourceVersion) is newer than the etcd revision read
+    right after it) whose managedFields name no other version are stored at the storage version already; they are
+    not written and are counted in RV(crds[].already_current).
   - After a complete pass with zero failures, a migration record is written as the annotation
     C(migration.crdops.io/storage-migration) on the CRD, provided its storage version and generation are
     unchanged since the pass started. M(crdops.migration.crd_stored_versions_trim) requires this record.
@@ -121,6 +124,15 @@ options:
         RV(crds[].predicted_rejections). V(0) sends no dry-run.
     type: int
     default: 5
+  sample_only:
+    description:
+      - Check mode only (the module fails without it). List only the first O(preflight_sample) objects of each CRD
+        (at least one) in one request instead of every object; the dry-run and the managedFields plan cover those
+        objects, and the object count comes from the same answer (C(remainingItemCount)), in
+        RV(crds[].object_count). The role's preflight uses it, so that only the re-store lists every object.
+    type: bool
+    default: false
+    version_added: 1.1.0
   max_qps:
     description: Cap on requests per second (token bucket shared by all workers). Unset means no cap.
     type: float
@@ -261,9 +273,38 @@ crds:
     skipped_by_checkpoint:
       description:
         - Listed objects not written because a checkpoint (or, after a relist, this pass) shows them done.
-        - A complete pass accounts for every listing, C(rewritten + unchanged + gone + skipped_by_checkpoint == listed).
+        - A complete pass accounts for every listing,
+          C(rewritten + unchanged + gone + skipped_by_checkpoint + already_current == listed).
       type: int
       returned: always
+    already_current:
+      description:
+        - Listed objects not written because they were last written after the HA barrier passed (their
+          C(resourceVersion) is greater than RV(crds[].barrier_revision)) and their managedFields name no other
+          version, so they are stored at the storage version already. Always 0 in check mode and in a
+          managedFields-only pass.
+      type: int
+      returned: always
+      version_added: 1.1.0
+    object_count:
+      description:
+        - With O(sample_only), the number of objects of the CRD from the sample's LIST (C(remainingItemCount) plus the
+          objects listed; null when the apiserver does not say); null otherwise (see RV(crds[].listed)).
+      type: int
+      returned: always
+      version_added: 1.1.0
+    sampled:
+      description: With O(sample_only), V(true) - RV(crds[].listed) and the plan cover only the first objects.
+      type: bool
+      returned: always
+      version_added: 1.1.0
+    barrier_revision:
+      description:
+        - The C(resourceVersion) of a LIST with C(limit=1) of the CRD's objects, read right after the HA barrier passed
+          (the etcd revision at that moment); null in check mode and for a managedFields-only pass.
+      type: int
+      returned: always
+      version_added: 1.1.0
     not_attempted: {description: Objects not written because the pass stopped., type: int, returned: always}
     throttled: {description: Throttled responses (429/503)., type: int, returned: always}
     relists: {description: Lists restarted after 410 Gone., type: int, returned: always}
@@ -375,11 +416,11 @@ barrier:
     refusal: {description: Check mode - the message a real run would fail with., type: str, returned: in check mode when refused}
 totals:
   description:
-    - Sums over all CRDs (listed, rewritten, unchanged, gone, failed, throttled, skipped_by_checkpoint,
+    - Sums over all CRDs (listed, rewritten, unchanged, gone, failed, throttled, skipped_by_checkpoint, already_current,
       managed_fields_rewritten, managed_fields_dropped, objects_with_stale_managed_fields).
   returned: always
   type: dict
-  sample: {listed: 1200, rewritten: 800, unchanged: 400, gone: 0, failed: 0, throttled: 0, skipped_by_checkpoint: 0,
+  sample: {listed: 1200, rewritten: 800, unchanged: 400, gone: 0, failed: 0, throttled: 0, skipped_by_checkpoint: 0, already_current: 0,
            managed_fields_rewritten: 120, managed_fields_dropped: 0, objects_with_stale_managed_fields: 60}
 cluster:
   description: Secret-free name of the cluster.
@@ -442,6 +483,7 @@ OPTIONS = dict(
     barrier_fallback=dict(type="str", choices=["fail", "settle"], default="fail"),
     barrier_fallback_settle=dict(type="float", default=30),
     preflight_sample=dict(type="int", default=5),
+    sample_only=dict(type="bool", default=False),
     lease_namespace=dict(type="str", default="default"),
     lease_wait=dict(type="float", default=60),
     # heartbeat of a background pass (issue 12, runner)
@@ -485,7 +527,7 @@ class Migrate(Job):
             restore=RestoreOptions(page_size=p["page_size"], workers=p["workers"], max_failures=p["max_failures"],
                                    check_mode=self.check_mode, write_record=p["write_record"],
                                    use_checkpoint=p["resume"], preflight_sample=p["preflight_sample"],
-                                   should_stop=self.heartbeat()),
+                                   sample_only=p["sample_only"], should_stop=self.heartbeat()),
             force=p["force"], require_record=tuple(p["require_record"]),
             barrier_timeout=p["barrier_timeout"], barrier_settle=p["barrier_settle"],
             lease_namespace=p["lease_namespace"], lease_wait=max(p["lease_wait"], 0.0), stop=self.stop)

@@ -38,6 +38,14 @@ KUBE_OUT="$CACHE/bin/kube-$KUBE_VERSION"
 ETCD_OUT="$CACHE/bin/etcd-$ETCD_VERSION"
 LOGDIR="$CACHE/logs"
 mkdir -p "$KUBE_OUT" "$ETCD_OUT" "$LOGDIR"
+# Two setups at once (two checkouts, or CI beside a session) would run go mod tidy and go build in the same
+# work dir and corrupt its go.mod (seen: "go.mod:14: unexpected input character '\x00'"): one build at a
+# time; the second waits, then finds the binaries cached and does nothing.
+exec 9>"$CACHE/build.lock"
+if ! flock -n 9; then
+  echo "another control-plane build is running (lock $CACHE/build.lock); waiting for it"
+  flock 9
+fi
 
 need_go() {
   if ! command -v go >/dev/null 2>&1; then

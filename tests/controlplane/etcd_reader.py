@@ -128,3 +128,11 @@ def keys_written_since(etcd_url: str, revision: int, prefix: str = "/registry/")
                                             "keys_only": True, "min_mod_revision": revision + 1})
     keys = [base64.b64decode(kv["key"]).decode(errors="replace") for kv in body.get("kvs", [])]
     return [k for k in keys if not k.startswith(BACKGROUND_PREFIXES)]
+
+
+def key_versions(etcd_url: str, group: str, plural: str, etcd_prefix: str = "/registry") -> dict[str, int]:
+    """Key -> how many times it was written since it was created (etcd's ``version``: 1 = created, never updated)."""
+    prefix = resource_prefix(group, plural, etcd_prefix)
+    body = _post(etcd_url, "/v3/kv/range", {"key": _b64(prefix), "range_end": _b64(_prefix_end(prefix)),
+                                            "keys_only": True})
+    return {base64.b64decode(kv["key"]).decode(errors="replace"): int(kv["version"]) for kv in body.get("kvs", [])}

@@ -13,10 +13,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tools import collection_tree
+
 REPO = Path(__file__).resolve().parents[2]
 _TREE = Path(tempfile.mkdtemp(prefix="crdops-collections-"))
-(_TREE / "ansible_collections" / "crdops").mkdir(parents=True)
-(_TREE / "ansible_collections" / "crdops" / "migration").symlink_to(REPO)
+collection_tree.link(str(_TREE), str(REPO))
 COLLECTIONS_PATH = str(_TREE)
 
 

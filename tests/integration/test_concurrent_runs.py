@@ -136,7 +136,7 @@ def test_killed_holder_is_taken_over_and_the_rerun_completes(cluster, kube, grou
     record = eb["record"]
     # the record covers the whole pass (A's counts carried by the checkpoint), each object once
     assert record["listed"] == COUNT and record["skippedByCheckpoint"] == 0
-    assert record["rewritten"] + record["unchanged"] + record["gone"] == COUNT
+    assert record["rewritten"] + record["unchanged"] + record["gone"] + record["alreadyCurrent"] == COUNT
     final = scan_storage(cluster.etcd_url, group, s.plural)
     assert final.counts == {s.new(): COUNT}
     reliability.record("holder of the pass Lease SIGKILLed; a second run started at once",

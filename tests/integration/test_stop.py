@@ -143,7 +143,8 @@ def test_signals_stop_the_writes(cluster, kube, group, tmp_path):
     assert final.counts == {s.new(): COUNT}
     record = json.loads(kube.get_crd(s.crd_name)["metadata"]["annotations"]["migration.crdops.io/storage-migration"])
     assert record["failed"] == 0 and record["listed"] == COUNT
-    assert record["rewritten"] + record["unchanged"] + record["gone"] + record["skippedByCheckpoint"] == COUNT
+    assert (record["rewritten"] + record["unchanged"] + record["gone"] + record["skippedByCheckpoint"]
+            + record["alreadyCurrent"]) == COUNT
     rerun_log = (tmp_path / "rerun.log").read_text()
     assert f"{COUNT}/{COUNT} objects (100.0%)" in rerun_log, rerun_log[-3000:]
     # resumed, not started over: the checkpoint of the last stopped run is at most the pages in flight behind it

@@ -36,11 +36,8 @@ for tool in ansible-lint antsibull-changelog antsibull-docs ansible-galaxy ansib
 done
 
 # Copy of the tree at <tmp>/src/ansible_collections/crdops/migration (not a symlink).
-COLL="$WORK/src/ansible_collections/crdops/migration"
-mkdir -p "$COLL" "$WORK/dist" "$WORK/installed"
-tar -C "$SRC" --exclude=./tests/output --exclude=./build --exclude=./.venv --exclude='*.tar.gz' \
-    --exclude=__pycache__ --exclude=.pytest_cache --exclude=./docs/_build -cf - . \
-  | tar -C "$COLL" -xf - || die "copy of $SRC to $COLL"
+mkdir -p "$WORK/dist" "$WORK/installed"
+COLL="$(python3 "$HERE/../../tools/collection_tree.py" copy "$WORK/src" --src "$SRC")" || die "copy of $SRC to $WORK/src"
 cd "$COLL" || die "cd $COLL"
 
 mapfile -t MODULES < <(find plugins/modules -maxdepth 1 -name '*.py' ! -name '__init__.py' -printf '%f\n' 2>/dev/null | sed 's/\.py$//' | sort)

@@ -50,11 +50,7 @@ fi
 # 2. Copy the tree (with .git) to <tmp>/ansible_collections/crdops/migration.
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/crdops-sanity.XXXXXX")"
 [[ "${SANITY_KEEP:-0}" == 1 ]] || trap 'rm -rf "$WORK"' EXIT
-DEST="$WORK/ansible_collections/crdops/migration"
-mkdir -p "$DEST"
-tar -C "$SRC" --exclude=./tests/output --exclude=./build --exclude=./.venv --exclude='*.tar.gz' \
-    --exclude=__pycache__ --exclude=.pytest_cache --exclude=./docs/_build -cf - . \
-  | tar -C "$DEST" -xf - || fail "copy of $SRC to $DEST"
+DEST="$(python3 "$HERE/../../tools/collection_tree.py" copy "$WORK" --src "$SRC")" || fail "copy of $SRC to $WORK"
 echo "sanity: testing a copy at $DEST (python $PY, pip bootstrap $CACHED)"
 
 # 3. One ansible-test call; it runs every test and lists the failed ones at the end.

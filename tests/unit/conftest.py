@@ -3,8 +3,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Make the repository importable by its collection path.
 
-The repository root *is* the collection root, so create ``<tmp>/ansible_collections/crdops/migration``
-as a symlink to it and put ``<tmp>`` on ``sys.path``. ``ansible_collections`` is a namespace package,
+The repository root *is* the collection root, so make ``<tmp>/ansible_collections/crdops/migration``
+a symlink to it (tools/collection_tree.py) and put ``<tmp>`` on ``sys.path``. ``ansible_collections`` is a namespace package,
 so this merges with any installed collections (e.g. from the ``ansible`` package). When the tests run
 from a real ``ansible_collections/crdops/migration`` tree (ansible-test), nothing is needed.
 """
@@ -12,12 +12,22 @@ from a real ``ansible_collections/crdops/migration`` tree (ansible-test), nothin
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import os
 import shutil
 import sys
 import tempfile
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _collection_tree():
+    """tools/collection_tree.py, loaded by path: nothing of the repository is importable yet."""
+    spec = importlib.util.spec_from_file_location("crdops_collection_tree",
+                                                  os.path.join(_REPO, "tools", "collection_tree.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _shim():
@@ -29,9 +39,7 @@ def _shim():
         return
     tmp = tempfile.mkdtemp(prefix="crdops-unit-")
     atexit.register(shutil.rmtree, tmp, True)
-    ns = os.path.join(tmp, "ansible_collections", "crdops")
-    os.makedirs(ns)
-    os.symlink(_REPO, os.path.join(ns, "migration"))
+    _collection_tree().link(tmp, _REPO)
     sys.path.insert(0, tmp)
     # a namespace package already imported keeps its old __path__; extend it
     mod = sys.modules.get("ansible_collections")

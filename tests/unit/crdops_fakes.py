@@ -60,7 +60,7 @@ def make_crd(name="crontabs.stable.example.com", versions=(("v1", True, False), 
     }
 
 
-class FakeCluster(object):
+class FakeCluster:
     cluster_label = "test-cluster"
 
     def __init__(self):

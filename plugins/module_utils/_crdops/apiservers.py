@@ -62,7 +62,7 @@ def server_now(date_header: Optional[str], fallback: Callable[[], float] = time.
 
 
 @dataclass
-class LeaseCount(object):
+class LeaseCount:
     alive: Optional[int]  # None: unknown (unreadable, or no identity Lease at all)
     readable: bool = True
     fresh: List[str] = field(default_factory=list)
@@ -125,7 +125,7 @@ def url_key(url: str) -> str:
 
 def slice_urls(slices: List[Dict[str, Any]]) -> List[str]:
     """``https://address:port`` of every ready endpoint of the ``kubernetes`` EndpointSlices."""
-    urls = []  # type: List[str]
+    urls: List[str] = []
     for item in slices:
         ports = [p.get("port") for p in item.get("ports") or [] if p.get("name") in ("https", None, "")]
         port = next((p for p in ports if p), None)
@@ -170,7 +170,7 @@ FALLBACK_POLLS_PER_APISERVER = 5  # fresh connections per apiserver: 3 members, 
 
 
 @dataclass
-class Topology(object):
+class Topology:
     """What the cluster says about its apiservers, and which of them answered us directly."""
 
     kubeconfig_url: str
@@ -198,8 +198,8 @@ class Topology(object):
 
 
 def unique_urls(urls: List[str]) -> List[str]:
-    seen = set()  # type: set
-    out = []  # type: List[str]
+    seen: set = set()
+    out: List[str] = []
     for url in urls:
         key = url_key(url)
         if key not in seen:
@@ -216,7 +216,7 @@ def discover_topology(transport: Transport, explicit: List[str], connect: Callab
     topo = Topology(kubeconfig_url=kubeconfig_url, leases=count_alive_apiservers(transport, wall, clock, sleep),
                     explicit=unique_urls(list(explicit)))
     topo.slice_urls, topo.slice_problem = read_endpoint_slices(transport)
-    transports = {}  # type: Dict[str, Transport]
+    transports: Dict[str, Transport] = {}
     for url in unique_urls(topo.explicit + topo.slice_urls):
         candidate = connect(url)
         why = probe(candidate)
@@ -310,7 +310,7 @@ def plan_barrier(transport: Transport, explicit: List[str], connect: Callable[[s
     topo, reachable = discover_topology(transport, explicit, connect, wall, clock, sleep)
     mode = decide_mode(topo, fallback)
     kube_url = topo.kubeconfig_url
-    targets = {kube_url: transport}  # type: Dict[str, Transport]
+    targets: Dict[str, Transport] = {kube_url: transport}
     for url, candidate in reachable.items():
         if url_key(url) != url_key(kube_url):
             targets[url] = candidate

@@ -89,7 +89,7 @@ def reported_storage_version(transport: Transport, crd: Crd) -> Optional[str]:
 
 def poll_once(transports: Mapping[str, Transport], crd: Crd, result: BarrierResult) -> List[str]:
     """One round over every target; returns the ones that do not (yet) report the storage version."""
-    lagging = []  # type: List[str]
+    lagging: List[str] = []
     for endpoint, transport in transports.items():
         try:
             seen = reported_storage_version(transport, crd)

@@ -35,7 +35,7 @@ EVENT_FAILED = "ClientCheckFailed"
 
 
 @dataclass
-class ApplyFailure(object):
+class ApplyFailure:
     obj: str
     manager: str
     operation: str  # "Apply" (the manager's own fields) or "probe" (identity only)
@@ -53,7 +53,7 @@ class ApplyFailure(object):
 
 
 @dataclass
-class CrdClientCheck(object):
+class CrdClientCheck:
     name: str
     storage_version: str
     listed: int = 0
@@ -113,7 +113,7 @@ def stale_entries(meta: Mapping[str, Any], crd: Crd) -> List[Dict[str, Any]]:
 
 def metadata_pages(transport: Transport, crd: Crd, page_size: int) -> Iterator[List[Dict[str, Any]]]:
     """Metadata-only pages (they carry managedFields), at the storage version."""
-    token = None  # type: Optional[str]
+    token: Optional[str] = None
     while True:
         query = [("limit", str(page_size))] + ([("continue", token)] if token else [])
         resp = transport.request("GET", crd.resource_path(), query=query, accept=ACCEPT_PARTIAL_LIST)
@@ -134,18 +134,18 @@ def signatures(meta: Mapping[str, Any]) -> set:
             for e in meta.get("managedFields") or ()}
 
 
-class Sampler(object):
+class Sampler:
     """Bounded choice while streaming: objects with stale entries first, then one per new combination of
     (manager, operation, apiVersion, subresource), then the first ones; every object while the CRD is small."""
 
     def __init__(self, sample: int, check_all_below: int) -> None:
         self.sample = sample
         self.check_all_below = check_all_below
-        self.everything = []  # type: Optional[List[Dict[str, Any]]]
-        self.stale = []  # type: List[Dict[str, Any]]
-        self.new_kind = []  # type: List[Dict[str, Any]]
-        self.first = []  # type: List[Dict[str, Any]]
-        self._seen = set()  # type: set
+        self.everything: Optional[List[Dict[str, Any]]] = []
+        self.stale: List[Dict[str, Any]] = []
+        self.new_kind: List[Dict[str, Any]] = []
+        self.first: List[Dict[str, Any]] = []
+        self._seen: set = set()
 
     def offer(self, meta: Dict[str, Any], is_stale: bool) -> None:
         if self.everything is not None:
@@ -199,12 +199,12 @@ def _apply_plan(crd: Crd, meta: Mapping[str, Any], probe_manager: str) -> List[T
     return plan
 
 
-class _ObjectReader(object):
+class _ObjectReader:
     """One GET per version an object's applies need; None once the object is gone."""
 
     def __init__(self, transport: Transport, crd: Crd, meta: Mapping[str, Any]) -> None:
         self.transport, self.crd, self.meta = transport, crd, meta
-        self._cache = {}  # type: Dict[str, Any]
+        self._cache: Dict[str, Any] = {}
 
     def get(self, version: str) -> Any:
         if version not in self._cache:
@@ -254,7 +254,7 @@ def check_object(transport: Transport, crd: Crd, meta: Mapping[str, Any], result
 
 
 @dataclass(frozen=True)
-class ClientCheckOptions(object):
+class ClientCheckOptions:
     """The keyword arguments of ``check_crd``."""
 
     sample: int = 10
@@ -284,7 +284,7 @@ def check_crd(transport: Transport, crd: Crd, *, sample: int = 10, check_all_bel
                 if len(result.stale_examples) < MAX_EXAMPLES:
                     result.stale_examples.append(_key(meta))
             sampler.offer(meta, stale)
-    stale_seen = set()  # type: set
+    stale_seen: set = set()
     stale_checked = 0
     for meta in sampler.chosen():
         if stale_entries(meta, crd):

@@ -26,14 +26,14 @@ try:
     from kubernetes import config as _k8s_config
 
     HAS_KUBERNETES = True
-    KUBERNETES_IMPORT_ERROR = None  # type: Optional[str]
+    KUBERNETES_IMPORT_ERROR: Optional[str] = None
 except ImportError as _exc:  # pragma: no cover - depends on the environment
     HAS_KUBERNETES = False
     KUBERNETES_IMPORT_ERROR = str(_exc)
 
 
 @dataclass(frozen=True)
-class ConnectionOptions(object):
+class ConnectionOptions:
     kubeconfig: Any = field(default=None, repr=False)  # path (str) or dict; may hold secrets
     context: Optional[str] = None
     host: Optional[str] = None
@@ -75,7 +75,7 @@ class ConnectionOptions(object):
 
 
 @dataclass(frozen=True)
-class TransportOptions(object):
+class TransportOptions:
     """How the one transport of a task talks to its cluster (the keyword arguments of ``connect``)."""
 
     pool_size: int = 10  # >= the task's worker threads

@@ -19,7 +19,7 @@ def crd_path(name: str) -> str:
 
 
 @dataclass(frozen=True)
-class CrdVersion(object):
+class CrdVersion:
     name: str
     served: bool
     storage: bool
@@ -31,7 +31,7 @@ class CrdVersion(object):
 
 
 @dataclass(frozen=True)
-class Crd(object):
+class Crd:
     name: str
     group: str
     plural: str

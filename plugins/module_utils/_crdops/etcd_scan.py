@@ -26,7 +26,7 @@ try:
     import urllib3
 
     HAS_URLLIB3 = True
-    URLLIB3_IMPORT_ERROR = None  # type: Optional[str]
+    URLLIB3_IMPORT_ERROR: Optional[str] = None
 except ImportError:  # pragma: no cover - depends on the environment
     urllib3 = None
     HAS_URLLIB3 = False
@@ -165,7 +165,7 @@ class EtcdReader:
     def top_level_prefixes(self, limit: int = 10) -> List[str]:
         """The distinct first path segments of etcd's keys (``/registry``, ``/kubernetes.io`` on OpenShift, ...),
         one keys-only request each: after a segment, the next key is looked up past its whole range."""
-        found = []  # type: List[str]
+        found: List[str] = []
         start = b"/"
         while len(found) < limit:
             body = self._range({"key": _b64(start), "range_end": _b64(b"0"), "limit": 1, "keys_only": True})

@@ -48,7 +48,9 @@ def leaf_paths(value: Any, path: str) -> Iterable[str]:
 
 def diff_values(stored: Any, served: Any, path: str = "") -> Tuple[Set[str], Set[str], Set[str]]:
     """(added, removed, changed) paths going from ``stored`` (etcd) to ``served`` (the API's view)."""
-    added, removed, changed = set(), set(), set()  # type: Set[str], Set[str], Set[str]
+    added: Set[str] = set()
+    removed: Set[str] = set()
+    changed: Set[str] = set()
     if path in IGNORED_PATHS:
         return added, removed, changed
     if isinstance(stored, dict) and isinstance(served, dict):

@@ -64,7 +64,7 @@ def _list_matches(items: List[Any], key: str) -> Optional[int]:
 
 
 def _extract_list(items: List[Any], trie: Mapping[str, Any]) -> List[Any]:
-    picked = {}  # type: Dict[int, Any]
+    picked: Dict[int, Any] = {}
     for key, sub in trie.items():
         if key == "." or key[:2] not in ("k:", "v:", "i:"):
             continue
@@ -85,7 +85,7 @@ def extract_owned(value: Any, trie: Mapping[str, Any]) -> Any:
         return _extract_list(value, trie)
     if not isinstance(value, dict):
         return copy.deepcopy(value)
-    out = {}  # type: Dict[str, Any]
+    out: Dict[str, Any] = {}
     for key, sub in trie.items():
         if not key.startswith("f:"):
             continue

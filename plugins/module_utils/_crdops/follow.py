@@ -65,16 +65,16 @@ def _behind(new: Dict[str, Any], old: Optional[Dict[str, Any]]) -> bool:
     return _reached(new) < _reached(old)
 
 
-class ProgressFollower(object):
+class ProgressFollower:
     """Holds the latest progress of a run (updated from the pass) and turns it into lines (read by ``follow``)."""
 
     def __init__(self, count: Callable[[Any, Any], Optional[int]] = count_objects) -> None:
         self._count = count
         self._lock = threading.Lock()
-        self._state = None  # type: Optional[Dict[str, Any]]
+        self._state: Optional[Dict[str, Any]] = None
         self._version = 0
         self._shown = 0
-        self.totals = {}  # type: Dict[str, Optional[int]]
+        self.totals: Dict[str, Optional[int]] = {}
         self.updates = 0
 
     def expect(self, crds: Iterable[Any], transport: Any) -> None:

@@ -19,7 +19,7 @@ from typing import Callable, Optional
 from .errors import at_least
 
 
-class Heartbeat(object):
+class Heartbeat:
     def __init__(self, path: str, timeout: float, clock: Callable[[], float] = time.time) -> None:
         at_least("heartbeat_timeout", timeout, 0, strict=True)
         self.path = path

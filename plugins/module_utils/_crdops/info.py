@@ -19,7 +19,7 @@ from .transport import ACCEPT_PARTIAL_LIST, Transport, error_from_response
 
 
 @dataclass(frozen=True)
-class InfoOptions(object):
+class InfoOptions:
     count_objects: bool = True
     managed_fields_sample: int = 0  # objects whose managedFields are looked at; 0 = none
     diff_sample: int = 20  # stored objects compared with the API's view (storage_diff.py); 0 = none

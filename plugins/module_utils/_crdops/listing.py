@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator, List, NamedTuple, Optional
+from typing import Iterator, List, NamedTuple, Optional, Tuple
 
 from .crd import Crd
 from .errors import ApiError
@@ -31,7 +31,7 @@ class ObjectRef(NamedTuple):
         return (self.namespace, self.name)
 
 
-class ListStats(object):
+class ListStats:
     """Counters the listing updates (read by the re-store pass)."""
 
     def __init__(self) -> None:
@@ -70,7 +70,7 @@ def list_pages(
         raise ValueError("page_size must be > 0")
     stats = stats if stats is not None else ListStats()
     path = crd.resource_path(version)
-    token = None  # type: Optional[str]
+    token: Optional[str] = None
     while True:
         query = [("limit", str(page_size))]
         if token:
@@ -104,17 +104,23 @@ def list_pages(
             return
 
 
-def count_objects(transport: Transport, crd: Crd, version: Optional[str] = None) -> Optional[int]:
-    """Object count via ``limit=1`` + ``remainingItemCount``; None when the server does not say."""
+def first_page(transport: Transport, crd: Crd, limit: int,
+               version: Optional[str] = None) -> Tuple[List[ObjectRef], Optional[int]]:
+    """The first ``limit`` objects (metadata only) and the object count from the same answer
+    (``remainingItemCount``); the count is None when the server does not say."""
     path = crd.resource_path(version)
-    resp = transport.request("GET", path, query=[("limit", "1")], accept=ACCEPT_PARTIAL_LIST)
+    resp = transport.request("GET", path, query=[("limit", str(max(1, limit)))], accept=ACCEPT_PARTIAL_LIST)
     if not resp.ok:
-        raise error_from_response(resp, "COUNT %s" % path, cluster=transport.cluster_label, crd=crd.name)
+        raise error_from_response(resp, "LIST %s (limit %d)" % (path, limit), cluster=transport.cluster_label,
+                                  crd=crd.name)
     body = resp.json()
     meta = body.get("metadata") or {}
-    n = len(body.get("items") or [])
+    refs = _refs(body.get("items"), crd.group, crd.storage_version)
     if meta.get("remainingItemCount") is not None:
-        return n + int(meta["remainingItemCount"])
-    if meta.get("continue"):
-        return None
-    return n
+        return refs, len(refs) + int(meta["remainingItemCount"])
+    return refs, None if meta.get("continue") else len(refs)
+
+
+def count_objects(transport: Transport, crd: Crd, version: Optional[str] = None) -> Optional[int]:
+    """Object count via ``limit=1`` + ``remainingItemCount``; None when the server does not say."""
+    return first_page(transport, crd, 1, version)[1]

@@ -63,7 +63,7 @@ def stale_entries(managed_fields: Any, group: str, storage_version: Optional[str
     if not storage_version or not entries:
         return None
     target = "%s/%s" % (group, storage_version)
-    stale = []  # type: List[int]
+    stale: List[int] = []
     for i, entry in enumerate(entries):
         grp, ver = _split(str(entry.get("apiVersion") or "")) if isinstance(entry, dict) else ("", "")
         if grp == group and ver and ver != storage_version:
@@ -85,7 +85,7 @@ def stale_entries(managed_fields: Any, group: str, storage_version: Optional[str
 def plan_patch(resource_version: str, stale: StaleFields, group: str, storage_version: str,
                keep_ownership: bool) -> PatchPlan:
     """The JSON patch for one object: resourceVersion test, then rewrites, then removals (descending)."""
-    ops = [{"op": "test", "path": "/metadata/resourceVersion", "value": resource_version}]  # type: List[Dict[str, Any]]
+    ops: List[Dict[str, Any]] = [{"op": "test", "path": "/metadata/resourceVersion", "value": resource_version}]
     if keep_ownership:
         rewrite = [i for i in stale.indices if i not in stale.collide]
         drop = sorted(stale.collide)

@@ -25,6 +25,7 @@ from .barrier import wait_for_storage_version
 from .crd import Crd
 from .errors import CrdOpsError
 from .events import PASS_FAILED, PASS_STARTED, PASS_SUCCEEDED, emit_crd_event
+from .freshness import barrier_revision
 from .managed_fields import keeps_ownership
 from .pass_lease import DEFAULT_NAMESPACE, LeaseHeldError, PassLease
 from .record import validate_record
@@ -34,11 +35,11 @@ from .stop import StopSignal
 from .transport import Transport
 
 TOTAL_KEYS = ("listed", "rewritten", "unchanged", "gone", "failed", "throttled", "skipped_by_checkpoint",
-              "managed_fields_rewritten", "managed_fields_dropped", "objects_with_stale_managed_fields")
+              "already_current", "managed_fields_rewritten", "managed_fields_dropped", "objects_with_stale_managed_fields")
 
 
 @dataclass(frozen=True)
-class RunOptions(object):
+class RunOptions:
     restore: RestoreOptions
     force: bool = False
     # CRDs that must end with a valid record (release N+1 removes one of their versions): a clean
@@ -50,13 +51,15 @@ class RunOptions(object):
     lease_namespace: str = DEFAULT_NAMESPACE
     lease_wait: float = 60.0
     stop: Optional[StopSignal] = None  # Ctrl-C, SIGTERM or a vanished supervisor ends the pass (stop.py)
+    # do not write objects last written after the barrier passed (no stale managedFields): already_current
+    skip_current: bool = True
 
     def validate(self) -> None:
         self.restore.validate()
 
 
 @dataclass
-class RunResult(object):
+class RunResult:
     crds: List[Dict[str, Any]] = field(default_factory=list)
     totals: Dict[str, int] = field(default_factory=lambda: dict((k, 0) for k in TOTAL_KEYS))
     changed: bool = False
@@ -91,17 +94,17 @@ def skip_reason(crd: Crd, force: bool, has_valid_record: bool, record_required: 
     return None
 
 
-class ProgressFile(object):
+class ProgressFile:
     """A JSON file rewritten atomically after each page, for a role polling a background job."""
 
     def __init__(self, path: Optional[str], cluster: str, check_mode: bool,
                  on_error: Callable[[str], None]) -> None:
         self.path = path
         self.on_error = on_error
-        self.state = dict(cluster=cluster, crds_total=0, crds_done=0, current=None,
-                          check_mode=check_mode)  # type: Dict[str, Any]
+        self.state: Dict[str, Any] = dict(cluster=cluster, crds_total=0, crds_done=0, current=None,
+                                          check_mode=check_mode)
         # a follower in the same process (the controller-side action prints progress lines from it)
-        self.on_update = None  # type: Optional[Callable[[Dict[str, Any]], None]]
+        self.on_update: Optional[Callable[[Dict[str, Any]], None]] = None
 
     def update(self, info: Optional[Dict[str, Any]] = None) -> None:
         if info is not None:
@@ -145,9 +148,9 @@ def finished_event(entry: Dict[str, Any]) -> Tuple[str, str, bool]:
     what = "managedFields-only pass" if entry.get("managed_fields_only") else "Re-store pass"
     record = "migration record written" if entry.get("record_written") else "no record needed"
     return PASS_SUCCEEDED, "%s at storage version %s complete: listed %d, rewritten %d, unchanged %d, gone %d, " \
-        "skipped by checkpoint %d, failed 0; %s; %s." % (
+        "skipped by checkpoint %d, already current %d, failed 0; %s; %s." % (
             what, entry["storage_version"], entry["listed"], entry["rewritten"], entry["unchanged"], entry["gone"],
-            entry["skipped_by_checkpoint"], _mf_words(entry), record), False
+            entry["skipped_by_checkpoint"], entry.get("already_current") or 0, _mf_words(entry), record), False
 
 
 def _emit(transport: Transport, crd: Crd, errors: List[str], reason: str, message: str, warning: bool = False) -> None:
@@ -161,15 +164,18 @@ def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier_transp
     """The full re-store pass of one CRD, behind the HA barrier, with Events (never in check mode)."""
     check_mode = options.restore.check_mode
     barrier = None
+    revision = None
     if not check_mode:
         barrier = wait_for_storage_version(barrier_transports, crd, options.barrier_timeout,
                                            options.barrier_settle).to_dict()
-    errors = []  # type: List[str]
+        # after the barrier: objects written later than this revision are at the storage version (freshness.py)
+        revision = barrier_revision(transport, crd) if options.skip_current else None
+    errors: List[str] = []
     if not check_mode:
         _emit(transport, crd, errors, PASS_STARTED, started_message(crd))
     try:
         entry = migrate_crd(transport, crd, options.restore, progress=progress.update, stop_check=stop_check,
-                            stop=options.stop).to_dict()
+                            stop=options.stop, barrier_revision=revision).to_dict()
     except CrdOpsError as exc:
         if not check_mode:
             _emit(transport, crd, errors, PASS_FAILED, "Pass at storage version %s stopped: %s" % (
@@ -188,7 +194,7 @@ def run_managed_fields_pass(transport: Transport, crd: Crd, options: RunOptions,
     """For a skipped CRD: fix stale managedFields entries; an Event only when something was (to be) written."""
     entry = fix_managed_fields(transport, crd, options.restore, progress=progress.update,
                                stop_check=stop_check, stop=options.stop).to_dict()
-    errors = []  # type: List[str]
+    errors: List[str] = []
     if not options.restore.check_mode and (entry["objects_with_stale_managed_fields"] or problem_of(entry)):
         reason, message, warning = finished_event(entry)
         _emit(transport, crd, errors, reason, message, warning)

@@ -128,7 +128,8 @@ def managed_fields_write(transport: Transport, crd: Crd, ref: ObjectRef, stale: 
     kw = dict(cluster=transport.cluster_label, crd=crd.name, obj=ref.key)
     path = crd.resource_path(namespace=ref.namespace or None, name=ref.name)
     keep = keeps_ownership(crd.conversion_strategy)
-    rv, current = ref.resource_version, stale  # type: str, Optional[StaleFields]
+    rv: str = ref.resource_version
+    current: Optional[StaleFields] = stale
     for _attempt in range(TEST_RETRIES + 1):
         if current is None:  # a fresh read shows no stale entry any more: the plain re-store is enough
             return merge_write(transport, crd, ref, rv, stale=True)

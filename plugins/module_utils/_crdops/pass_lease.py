@@ -78,7 +78,7 @@ def micro_time(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-class Holder(object):
+class Holder:
     """What a Lease says about its holder, judged at the apiserver's time ``now``."""
 
     def __init__(self, body: Dict[str, Any], now: float) -> None:
@@ -101,7 +101,7 @@ class Holder(object):
             self.identity or "none", micro_time(self.renewed), self.now - self.renewed, self.duration)
 
 
-class PassLease(object):
+class PassLease:
     """The Lease of one CRD's pass: :meth:`acquire`, renewed in the background, :meth:`release`."""
 
     def __init__(self, transport: Transport, crd_name: str, namespace: str = DEFAULT_NAMESPACE, *,
@@ -123,13 +123,13 @@ class PassLease(object):
         self.resource_version = ""
         self.last_renewed = 0.0  # local monotonic time of the last successful write
         self.transitions = 0
-        self.acquire_time = None  # type: Optional[str]
+        self.acquire_time: Optional[str] = None
         self.waited_s = 0.0
-        self.took_over_from = None  # type: Optional[str]
+        self.took_over_from: Optional[str] = None
         self.renewals = 0
-        self._lost = None  # type: Optional[str]
+        self._lost: Optional[str] = None
         self._stop = threading.Event()
-        self._thread = None  # type: Optional[threading.Thread]
+        self._thread: Optional[threading.Thread] = None
         self._lock = threading.Lock()
 
     # -- paths, clocks, errors ------------------------------------------------------------------------------------
@@ -164,11 +164,11 @@ class PassLease(object):
 
     def _body(self, holder: Optional[Holder]) -> Dict[str, Any]:
         now = micro_time(self.wall() + self.offset)
-        meta = {"name": self.name, "namespace": self.namespace, "labels": dict(LABELS),
-                "annotations": {CRD_ANNOTATION: self.crd_name}}  # type: Dict[str, Any]
-        spec = {"holderIdentity": self.identity, "leaseDurationSeconds": self.duration,
-                "acquireTime": self.acquire_time or now, "renewTime": now,
-                "leaseTransitions": 0}  # type: Dict[str, Any]
+        meta: Dict[str, Any] = {"name": self.name, "namespace": self.namespace, "labels": dict(LABELS),
+                                "annotations": {CRD_ANNOTATION: self.crd_name}}
+        spec: Dict[str, Any] = {"holderIdentity": self.identity, "leaseDurationSeconds": self.duration,
+                                "acquireTime": self.acquire_time or now, "renewTime": now,
+                                "leaseTransitions": 0}
         if holder is not None:
             meta["resourceVersion"] = holder.resource_version
             spec["leaseTransitions"] = holder.transitions + (0 if holder.identity == self.identity else 1)

@@ -22,7 +22,7 @@ except ImportError:  # pragma: no cover
 
 
 @dataclass(frozen=True)
-class TargetCrd(object):
+class TargetCrd:
     name: str
     versions: Tuple[str, ...]
     storage_version: Optional[str]
@@ -91,7 +91,7 @@ def _docs_of(item: Any, index: int) -> List[Tuple[Any, str]]:
 
 def load_targets(manifests: Sequence[Any]) -> Dict[str, TargetCrd]:
     """Parse target CRD manifests (dicts or YAML file paths, multi-document) into name -> TargetCrd."""
-    targets = {}  # type: Dict[str, TargetCrd]
+    targets: Dict[str, TargetCrd] = {}
     for index, item in enumerate(manifests or ()):
         for doc, source in _docs_of(item, index):
             target = _target_from_doc(doc, source)

@@ -21,7 +21,7 @@ from .transport import ACCEPT_PARTIAL, MERGE_PATCH, Transport, error_from_respon
 
 def predict_rejections(transport: Transport, crd: Crd, refs: List[ObjectRef], sample: int) -> List[Dict[str, Any]]:
     """Dry-run the no-op write on the first ``sample`` objects; return the ones the API refused."""
-    rejections = []  # type: List[Dict[str, Any]]
+    rejections: List[Dict[str, Any]] = []
     for ref in refs[:sample]:
         path = crd.resource_path(namespace=ref.namespace or None, name=ref.name)
         resp = transport.request("PATCH", path, query=[("dryRun", "All")], body=b"{}",

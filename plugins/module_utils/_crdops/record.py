@@ -31,7 +31,7 @@ def utc_now() -> str:
 
 
 @dataclass(frozen=True)
-class MigrationRecord(object):
+class MigrationRecord:
     storage_version: str
     generation: int
     started_at: str
@@ -44,6 +44,9 @@ class MigrationRecord(object):
     # objects listed but not written because a checkpoint (or this pass before a relist) shows them done;
     # absent from records written before 1.1.0, read as 0 (their identity is rewritten+unchanged+gone == listed)
     skipped_by_checkpoint: int = 0
+    # objects listed but not written because they were last written after the HA barrier passed, with no
+    # managedFields entry at another version (freshness.py); absent from older records, read as 0
+    already_current: int = 0
     managed_fields_rewritten: int = 0
     managed_fields_dropped: int = 0
     objects_with_stale_managed_fields: int = 0
@@ -54,6 +57,7 @@ class MigrationRecord(object):
             "startedAt": self.started_at, "completedAt": self.completed_at,
             "listed": self.listed, "rewritten": self.rewritten, "unchanged": self.unchanged,
             "gone": self.gone, "failed": self.failed, "skippedByCheckpoint": self.skipped_by_checkpoint,
+            "alreadyCurrent": self.already_current,
             "managedFieldsRewritten": self.managed_fields_rewritten,
             "managedFieldsDropped": self.managed_fields_dropped,
             "objectsWithStaleManagedFields": self.objects_with_stale_managed_fields,
@@ -61,8 +65,9 @@ class MigrationRecord(object):
 
     @property
     def accounted(self) -> int:
-        """Listed objects the record accounts for: written (rewritten or unchanged), gone, or skipped as done."""
-        return self.rewritten + self.unchanged + self.gone + self.skipped_by_checkpoint
+        """Listed objects the record accounts for: written (rewritten or unchanged), gone, skipped as done, or
+        already current (written after the barrier)."""
+        return self.rewritten + self.unchanged + self.gone + self.skipped_by_checkpoint + self.already_current
 
     @classmethod
     def from_annotation(cls, text: str) -> "MigrationRecord":
@@ -75,6 +80,7 @@ class MigrationRecord(object):
             listed=int(data.get("listed", 0)), rewritten=int(data.get("rewritten", 0)),
             unchanged=int(data.get("unchanged", 0)), gone=int(data.get("gone", 0)),
             failed=int(data.get("failed", 0)), skipped_by_checkpoint=int(data.get("skippedByCheckpoint", 0)),
+            already_current=int(data.get("alreadyCurrent", 0)),
             managed_fields_rewritten=int(data.get("managedFieldsRewritten", 0)),
             managed_fields_dropped=int(data.get("managedFieldsDropped", 0)),
             objects_with_stale_managed_fields=int(data.get("objectsWithStaleManagedFields", 0)),
@@ -85,7 +91,7 @@ class MigrationRecord(object):
 
 
 @dataclass(frozen=True)
-class RecordValidation(object):
+class RecordValidation:
     ok: bool
     reason: str
     record: Optional[MigrationRecord] = None
@@ -100,10 +106,11 @@ def validate_record(crd: Crd) -> RecordValidation:
     """Is there a record proving a complete, failure-free pass at the current storage version
     and generation? A stale record (storage version or generation differs) never authorises a trim.
 
-    The counts must account for every listed object: rewritten + unchanged + gone + skipped_by_checkpoint
-    == listed, and failed == 0. Every listed object is either skipped (done by an earlier run or before a
-    relist; a relist lists such objects again, and each listing is counted once in both ``listed`` and
-    ``skipped_by_checkpoint``) or written exactly once, so the identity is exact. A record written before
+    The counts must account for every listed object: rewritten + unchanged + gone + skipped_by_checkpoint +
+    already_current == listed, and failed == 0. Every listed object is either skipped (done by an earlier run
+    or before a relist; a relist lists such objects again, and each listing is counted once in both ``listed``
+    and ``skipped_by_checkpoint``), already current (last written after the barrier passed, not written), or
+    written exactly once, so the identity is exact. A record written before
     ``skippedByCheckpoint`` existed is read with 0 there: it is valid only if rewritten + unchanged + gone ==
     listed, so a pass that resumed from a checkpoint under an older version must run again."""
     text = crd.annotations.get(RECORD_ANNOTATION)
@@ -122,23 +129,25 @@ def validate_record(crd: Crd) -> RecordValidation:
                                 % (record.generation, crd.generation), record)
     if record.failed:
         return RecordValidation(False, "record reports %d failed objects" % record.failed, record)
-    counts = (record.listed, record.rewritten, record.unchanged, record.gone, record.skipped_by_checkpoint)
+    counts = (record.listed, record.rewritten, record.unchanged, record.gone, record.skipped_by_checkpoint,
+              record.already_current)
     if min(counts) < 0 or record.accounted != record.listed:
         return RecordValidation(False, "unaccounted: record lists %d objects but accounts for %d (rewritten %d + "
-                                "unchanged %d + gone %d + skipped by checkpoint %d); run the migration again"
-                                % (record.listed, record.accounted, record.rewritten, record.unchanged,
-                                   record.gone, record.skipped_by_checkpoint), record)
+                                "unchanged %d + gone %d + skipped by checkpoint %d + already current %d); run the "
+                                "migration again" % (record.listed, record.accounted, record.rewritten,
+                                                     record.unchanged, record.gone, record.skipped_by_checkpoint,
+                                                     record.already_current), record)
     return RecordValidation(True, "valid: complete pass at storage version %s, generation %d, completed %s"
                             % (record.storage_version, record.generation, record.completed_at), record)
 
 
 # the counts a checkpoint carries to the run that resumes from it (record field names, snake case)
-CARRIED_COUNTS = ("listed", "rewritten", "unchanged", "gone", "skipped_by_checkpoint", "managed_fields_rewritten",
-                  "managed_fields_dropped", "objects_with_stale_managed_fields")
+CARRIED_COUNTS = ("listed", "rewritten", "unchanged", "gone", "skipped_by_checkpoint", "already_current",
+                  "managed_fields_rewritten", "managed_fields_dropped", "objects_with_stale_managed_fields")
 
 
 @dataclass(frozen=True)
-class Checkpoint(object):
+class Checkpoint:
     storage_version: str
     generation: int
     last: str  # key ("ns/name" or "name") of the last object of the last clean page, in list order
@@ -148,8 +157,8 @@ class Checkpoint(object):
     counts: Optional[Dict[str, int]] = None
 
     def to_annotation(self) -> str:
-        data = {"storageVersion": self.storage_version, "generation": self.generation,
-                "last": self.last, "startedAt": self.started_at}  # type: Dict[str, Any]
+        data: Dict[str, Any] = {"storageVersion": self.storage_version, "generation": self.generation,
+                                "last": self.last, "startedAt": self.started_at}
         if self.counts is not None:
             data["counts"] = dict((k, int(self.counts.get(k, 0))) for k in CARRIED_COUNTS)
         return json.dumps(data, separators=(",", ":"), sort_keys=True)
@@ -160,7 +169,8 @@ def _carried(data: Any) -> Optional[Dict[str, int]]:
     if not isinstance(data, dict):
         return None
     counts = dict((k, int(data.get(k, 0))) for k in CARRIED_COUNTS)
-    accounted = counts["rewritten"] + counts["unchanged"] + counts["gone"] + counts["skipped_by_checkpoint"]
+    accounted = (counts["rewritten"] + counts["unchanged"] + counts["gone"] + counts["skipped_by_checkpoint"]
+                 + counts["already_current"])
     if min(counts.values()) < 0 or accounted != counts["listed"]:
         return None
     return counts
@@ -185,7 +195,7 @@ def read_checkpoint(crd: Crd) -> Tuple[Optional[Checkpoint], Optional[str]]:
 
 def _patch_annotations(transport: Transport, crd_name: str, annotations: Dict[str, Optional[str]],
                        resource_version: Optional[str] = None) -> Dict[str, Any]:
-    meta = {"annotations": annotations}  # type: Dict[str, Any]
+    meta: Dict[str, Any] = {"annotations": annotations}
     if resource_version:
         meta["resourceVersion"] = resource_version
     resp = transport.request("PATCH", crd_path(crd_name), body=dumps({"metadata": meta}),

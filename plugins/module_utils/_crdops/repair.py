@@ -49,7 +49,7 @@ class RepairError(CrdOpsError):
 
 
 @dataclass(frozen=True)
-class RepairOptions(object):
+class RepairOptions:
     versions: Tuple[str, ...] = ()  # explicit versions to add back
     previous_manifests: Tuple[Any, ...] = ()  # previous release's CRD manifests (paths or dicts)
     restore: RestoreOptions = RestoreOptions()
@@ -62,7 +62,7 @@ class RepairOptions(object):
 
 
 @dataclass
-class RepairResult(object):
+class RepairResult:
     name: str
     storage_version: Optional[str]
     conversion_strategy: str

@@ -47,7 +47,7 @@ _MORE = re.compile(r"\(and (\d+) more\)")
 
 
 @dataclass
-class ListProbe(object):
+class ListProbe:
     """Outcome of a full metadata-only LIST of the resource at its storage version."""
 
     readable: bool
@@ -75,13 +75,13 @@ def versions_named_in_error(body: Dict[str, Any], group: str) -> Tuple[List[str]
     texts = [str(body.get("message") or "")]
     causes = ((body.get("details") or {}).get("causes") or [])
     texts.extend(str(c.get("message") or "") for c in causes if isinstance(c, dict))
-    found = []  # type: List[str]
+    found: List[str] = []
     for text in texts:
         for grp, ver in _INVALID_GV.findall(text):
             if grp == group and ver not in found:
                 found.append(ver)
     key_causes = [c for c in causes if isinstance(c, dict) and c.get("field")]
-    reported = None  # type: Optional[int]
+    reported: Optional[int] = None
     more = _MORE.search(texts[0])
     if key_causes:
         reported = len(key_causes)
@@ -93,7 +93,7 @@ def versions_named_in_error(body: Dict[str, Any], group: str) -> Tuple[List[str]
 def probe_list(transport: Transport, crd: Crd, page_size: int = 500) -> ListProbe:
     """LIST every object (metadata only, in pages). One failing page makes the resource unreadable."""
     path = crd.resource_path()
-    token = None  # type: Optional[str]
+    token: Optional[str] = None
     listed = 0
     while True:
         query = [("limit", str(page_size))] + ([("continue", token)] if token else [])
@@ -114,7 +114,7 @@ def probe_list(transport: Transport, crd: Crd, page_size: int = 500) -> ListProb
 
 def etcd_versions(counts: Dict[str, int], group: str) -> Dict[str, int]:
     """Keys per version of ``group`` from an etcd scan's ``counts`` (``<group>/<version>`` -> n)."""
-    out = {}  # type: Dict[str, int]
+    out: Dict[str, int] = {}
     for api_version, n in counts.items():
         grp, sep, ver = api_version.rpartition("/")
         if sep and grp == group:

@@ -22,6 +22,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from .crd import Crd
 from .errors import (
+    BadInputError,
     ConnectionFailed,
     ConversionWebhookError,
     CrdOpsError,
@@ -30,7 +31,8 @@ from .errors import (
     at_least,
     unexpected,
 )
-from .listing import ListStats, ObjectRef, list_pages
+from .freshness import written_after
+from .listing import ListStats, ObjectRef, first_page, list_pages
 from .managed_fields import keeps_ownership, plan_patch
 from .object_write import (  # noqa: F401 - outcome kinds and restore_object are re-exported for callers
     FAILED,
@@ -63,7 +65,7 @@ StopCheck = Callable[[], Optional[str]]  # why the pass must stop writing now (e
 
 
 @dataclass(frozen=True)
-class RestoreOptions(object):
+class RestoreOptions:
     page_size: int = 500
     workers: int = 8
     max_failures: Optional[int] = None  # abort once failed > max_failures; None = never
@@ -73,6 +75,8 @@ class RestoreOptions(object):
     checkpoint_every: int = 1  # pages
     probe_conversion: bool = True  # probe webhook conversion before each page
     preflight_sample: int = 5  # check mode: dry-run the no-op write on this many objects
+    # check mode: list only the first max(1, preflight_sample) objects (one request, which also gives the count)
+    sample_only: bool = False
     # asked before every write: a reason to stop the pass (the background job's heartbeat), or None
     should_stop: Optional[Callable[[], Optional[str]]] = field(default=None, compare=False, repr=False)
 
@@ -82,10 +86,12 @@ class RestoreOptions(object):
         at_least("max_failures", self.max_failures, 0)
         at_least("checkpoint_every", self.checkpoint_every, 0, strict=True)
         at_least("preflight_sample", self.preflight_sample, 0)
+        if self.sample_only and not self.check_mode:
+            raise BadInputError("sample_only plans from a sample: it needs check mode")
 
 
 @dataclass
-class CrdResult(object):
+class CrdResult:
     crd: str
     storage_version: Optional[str]
     stored_versions: List[str]
@@ -95,6 +101,8 @@ class CrdResult(object):
     gone: int = 0
     failed: int = 0
     skipped_by_checkpoint: int = 0
+    # listed, not written: last written after the barrier passed, no stale managedFields (freshness.py)
+    already_current: int = 0
     not_attempted: int = 0
     throttled: int = 0
     relists: int = 0
@@ -120,6 +128,9 @@ class CrdResult(object):
     managed_fields_dropped: int = 0  # entries removed (webhook conversion, or a duplicate manager identity)
     objects_with_stale_managed_fields: int = 0  # objects listed with such entries (written or, check mode, planned)
     managed_fields_only: bool = False  # a pass over a CRD already done: only objects with stale entries written
+    barrier_revision: Optional[int] = None  # etcd revision read when the barrier passed (None: no skip rule)
+    object_count: Optional[int] = None  # sample_only: the count the sample's LIST gave (remainingItemCount)
+    sampled: bool = False  # sample_only: listed and planned only the first objects
 
     @property
     def ok(self) -> bool:
@@ -131,6 +142,8 @@ class CrdResult(object):
             "stored_versions": list(self.stored_versions), "listed": self.listed,
             "rewritten": self.rewritten, "unchanged": self.unchanged, "gone": self.gone,
             "failed": self.failed, "skipped_by_checkpoint": self.skipped_by_checkpoint,
+            "already_current": self.already_current, "barrier_revision": self.barrier_revision,
+            "object_count": self.object_count, "sampled": self.sampled,
             "not_attempted": self.not_attempted, "throttled": self.throttled, "relists": self.relists,
             "expired_continues": self.expired_continues,
             "pages": self.pages, "first_failures": list(self.first_failures),
@@ -183,10 +196,10 @@ def check_migratable(crd: Crd, cluster: Optional[str] = None) -> None:
             % (crd.storage_version, ", ".join(crd.served_versions) or "none"), cluster=cluster, crd=crd.name)
 
 
-class _Page(object):
+class _Page:
     """One listed page: the objects submitted, their pending outcomes, and what the checkpoint needs."""
 
-    __slots__ = ("refs", "futures", "last_key", "skipped", "covered")
+    __slots__ = ("refs", "futures", "last_key", "skipped", "covered", "current")
 
     def __init__(self, refs: List[ObjectRef], futures: List["Future[Outcome]"], last_key: str, skipped: int) -> None:
         self.refs = refs
@@ -194,9 +207,10 @@ class _Page(object):
         self.last_key = last_key
         self.skipped = skipped
         self.covered = 0  # of the skipped: listed at or before the resume point, counted by earlier runs
+        self.current = 0  # listed, not written: at the storage version already (written after the barrier)
 
 
-class RestorePass(object):
+class RestorePass:
     """One pass over one CRD (as read when the pass starts). Page N is written by a worker pool while page
     N+1 is listed; at most two pages are held, so memory does not grow with the object count.
 
@@ -206,7 +220,8 @@ class RestorePass(object):
     def __init__(self, transport: Transport, crd: Crd, options: RestoreOptions, *, probe: Optional[ProbeFn] = None,
                  progress: Optional[ProgressFn] = None, clock: Callable[[], float] = time.monotonic,
                  now: Callable[[], str] = utc_now, managed_fields_only: bool = False,
-                 stop_check: Optional[StopCheck] = None, stop: Optional[StopSignal] = None) -> None:
+                 stop_check: Optional[StopCheck] = None, stop: Optional[StopSignal] = None,
+                 barrier_revision: Optional[int] = None) -> None:
         self.transport = transport
         self.crd = crd
         self.options = options
@@ -220,18 +235,21 @@ class RestorePass(object):
         self.result = CrdResult(crd=crd.name, storage_version=crd.storage_version,
                                 stored_versions=list(crd.stored_versions), check_mode=options.check_mode,
                                 managed_fields_only=managed_fields_only)
+        # check mode writes nothing and a managedFields-only pass writes only stale objects: no skip rule there
+        if not (options.check_mode or managed_fields_only):
+            self.result.barrier_revision = barrier_revision
         self.stats = ListStats()
         self.abort = threading.Event()
-        self.abort_reasons = []  # type: List[str]
-        self.abort_kind = None  # type: Optional[str]
+        self.abort_reasons: List[str] = []
+        self.abort_kind: Optional[str] = None
         self.stop_check = stop_check
         self.started_at = now()
-        self.clean_through = None  # type: Optional[str]  # last key of the last failure-free page, in order
-        self.resume_point = None  # type: Optional[str]  # the checkpoint's key when it carries earlier counts
+        self.clean_through: Optional[str] = None  # last key of the last failure-free page, in order
+        self.resume_point: Optional[str] = None  # the checkpoint's key when it carries earlier counts
         self.covered = 0  # listings (drained) at or before resume_point: already in the carried counts
         self.clean = True  # no failure so far: the checkpoint may advance
         self.pages_since_ckpt = 0
-        self.inflight = deque()  # type: Deque[_Page]
+        self.inflight: Deque[_Page] = deque()
         self.relists_seen = 0
         self._start = clock()
         self._throttled_before = 0
@@ -245,6 +263,8 @@ class RestorePass(object):
 
     # -- the pass ---------------------------------------------------------------------------------------------
     def run(self) -> CrdResult:
+        if self.options.sample_only:
+            return self.sample()
         self.resume_from_checkpoint()
         self._throttled_before = _throttled(self.transport)
         executor = ThreadPoolExecutor(max_workers=self.options.workers, thread_name_prefix="crdops-restore")
@@ -260,6 +280,24 @@ class RestorePass(object):
         self.finish()
         self.write_record()
         return self.result
+
+    def sample(self) -> CrdResult:
+        """Check mode from one LIST of the first objects: their dry-run, their managedFields plan, and the count."""
+        r = self.result
+        r.sampled = True
+        self.guarded(self.plan_sample, "planning from a sample")
+        self.finish()
+        return r
+
+    def plan_sample(self) -> None:
+        r = self.result
+        refs, r.object_count = first_page(self.transport, self.crd, self.options.preflight_sample)
+        self.stats.listed, self.stats.pages, r.pages = len(refs), 1, 1
+        if self.probe is not None:
+            self.probe(self.crd, refs)
+        if not self.mf_only and self.options.preflight_sample > 0:
+            r.predicted_rejections = predict_rejections(self.transport, self.crd, refs, self.options.preflight_sample)
+        self.plan_managed_fields(refs)
 
     def resume_from_checkpoint(self) -> None:
         """Skip what a previous run did cleanly at this storage version and generation."""
@@ -314,9 +352,11 @@ class RestorePass(object):
                     self.relists_seen = self.stats.relists
                     self.drain_all()
                 todo, skipped = self.select(refs)
+                todo, current = self.split_current(todo)
                 if self.probe is not None:
                     self.probe(self.crd, todo if self.mf_only else refs)
                 page = self.submit(executor, todo, refs[-1].key, skipped)
+                page.current = current
                 if self.resume_point is not None:
                     page.covered = sum(1 for r in refs if r.key <= self.resume_point)
                 self.inflight.append(page)
@@ -338,9 +378,18 @@ class RestorePass(object):
                 self.result.unchanged += fine - len(todo)
         return todo, skipped
 
+    def split_current(self, todo: List[ObjectRef]) -> Tuple[List[ObjectRef], int]:
+        """Take out the objects last written after the barrier passed, with no stale managedFields entry: they are
+        at the storage version already (freshness.py). Returns the objects still to write and how many were taken."""
+        revision = self.result.barrier_revision
+        if revision is None:
+            return todo, 0
+        rest = [r for r in todo if not written_after(r, revision)]
+        return rest, len(todo) - len(rest)
+
     def submit(self, executor: ThreadPoolExecutor, todo: List[ObjectRef], last_key: str, skipped: int) -> _Page:
         """Start the writes of one page; in check mode plan them instead (dry-run sample, managedFields counts)."""
-        futures = []  # type: List[Future[Outcome]]
+        futures: List[Future[Outcome]] = []
         if self.options.check_mode:
             if (self.result.pages == 0 and not self.inflight and self.options.preflight_sample > 0
                     and not self.mf_only):
@@ -407,6 +456,7 @@ class RestorePass(object):
             if self.tally(fut.result()):
                 page_failed = True
         self.result.skipped_by_checkpoint += page.skipped
+        self.result.already_current += page.current
         self.covered += page.covered
         self.result.pages += 1
         if page_failed:
@@ -460,7 +510,8 @@ class RestorePass(object):
     def drained_listings(self) -> int:
         """Listings whose page has been counted (every page so far when called from ``drain``)."""
         r = self.result
-        return r.rewritten + r.unchanged + r.gone + r.failed + r.not_attempted + r.skipped_by_checkpoint
+        return (r.rewritten + r.unchanged + r.gone + r.failed + r.not_attempted + r.skipped_by_checkpoint
+                + r.already_current)
 
     def pass_counts(self, listed: int) -> Dict[str, int]:
         """The whole pass's counts: this run's plus those carried by the checkpoint. Objects this run listed at or
@@ -470,6 +521,7 @@ class RestorePass(object):
         r = self.result
         mine = {"listed": listed - self.covered, "rewritten": r.rewritten, "unchanged": r.unchanged, "gone": r.gone,
                 "skipped_by_checkpoint": r.skipped_by_checkpoint - self.covered,
+                "already_current": r.already_current,
                 "managed_fields_rewritten": r.managed_fields_rewritten,
                 "managed_fields_dropped": r.managed_fields_dropped,
                 "objects_with_stale_managed_fields": r.objects_with_stale_managed_fields}
@@ -478,7 +530,7 @@ class RestorePass(object):
 
     def done(self) -> int:
         r = self.result
-        return r.rewritten + r.unchanged + r.gone + r.failed
+        return r.rewritten + r.unchanged + r.gone + r.failed + r.already_current
 
     def report_progress(self) -> None:
         if self.progress is None:
@@ -488,7 +540,7 @@ class RestorePass(object):
         self.progress({"crd": self.crd.name, "pages": r.pages, "listed": self.stats.listed, "done": self.done(),
                        "answered": self._live_done,  # writes answered, page not yet counted (see count_live)
                        "rewritten": r.rewritten, "unchanged": r.unchanged, "gone": r.gone, "failed": r.failed,
-                       "skipped_by_checkpoint": r.skipped_by_checkpoint,
+                       "skipped_by_checkpoint": r.skipped_by_checkpoint, "already_current": r.already_current,
                        "managed_fields_rewritten": r.managed_fields_rewritten,
                        "managed_fields_dropped": r.managed_fields_dropped,
                        "objects_with_stale_managed_fields": r.objects_with_stale_managed_fields,
@@ -543,14 +595,16 @@ def migrate_crd(
     now: Callable[[], str] = utc_now,
     stop_check: Optional[StopCheck] = None,
     stop: Optional[StopSignal] = None,
+    barrier_revision: Optional[int] = None,
 ) -> CrdResult:
     """Run one complete re-store pass over ``crd`` (as read when the pass starts) and, when it is
     complete with zero failures, write the migration record. Never raises for per-object errors;
     fatal errors (conversion webhook, auth, connection past the retry deadline) end the pass with
-    ``aborted_reason`` set. Bad input raises before anything is written."""
+    ``aborted_reason`` set. Bad input raises before anything is written. ``barrier_revision``: the etcd revision
+    read when the HA barrier passed; objects written after it are counted ``already_current`` (freshness.py)."""
     _prepare(transport, crd, options)
     return RestorePass(transport, crd, options, probe=probe, progress=progress, clock=clock, now=now,
-                       stop_check=stop_check, stop=stop).run()
+                       stop_check=stop_check, stop=stop, barrier_revision=barrier_revision).run()
 
 
 def fix_managed_fields(

@@ -16,7 +16,7 @@ from .transport import Transport, error_from_response
 
 
 @dataclass(frozen=True)
-class Selection(object):
+class Selection:
     """Exactly one of: ``names``; ``group`` and/or ``label_selector``; ``all``."""
 
     names: Tuple[str, ...] = ()
@@ -48,8 +48,8 @@ def get_crd(transport: Transport, name: str) -> Crd:
 
 
 def list_crds(transport: Transport, label_selector: Optional[str] = None) -> List[Crd]:
-    out = []  # type: List[Crd]
-    token = None  # type: Optional[str]
+    out: List[Crd] = []
+    token: Optional[str] = None
     while True:
         query = [("limit", "500")]
         if label_selector:

@@ -24,14 +24,14 @@ from typing import Callable, List, Optional
 StopListener = Callable[[str], None]
 
 
-class StopSignal(object):
+class StopSignal:
     """A one-shot request to stop, with the first reason; listeners are called once, in the requesting thread."""
 
     def __init__(self) -> None:
         self._event = threading.Event()
         self._lock = threading.Lock()
-        self._listeners = []  # type: List[StopListener]
-        self.reason = None  # type: Optional[str]
+        self._listeners: List[StopListener] = []
+        self.reason: Optional[str] = None
 
     def is_set(self) -> bool:
         return self._event.is_set()
@@ -58,7 +58,7 @@ class StopSignal(object):
         listener(self.reason or "stopped")
 
 
-class Supervision(object):
+class Supervision:
     """While active: SIGINT/SIGTERM and the loss of the parent process request a stop of ``stop``.
 
     ``time_limit``: seconds after which the run stops the same way (a rerun resumes from the checkpoint).
@@ -77,10 +77,10 @@ class Supervision(object):
         self._started = clock()
         self._getppid = getppid
         self._parent = getppid() if watch_parent else None
-        self._signalled = None  # type: Optional[int]
-        self._previous = {}  # type: dict
+        self._signalled: Optional[int] = None
+        self._previous: dict = {}
         self._done = threading.Event()
-        self._thread = None  # type: Optional[threading.Thread]
+        self._thread: Optional[threading.Thread] = None
 
     def __enter__(self) -> "Supervision":
         if threading.current_thread() is threading.main_thread():

@@ -61,7 +61,7 @@ def dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode("utf-8")
 
 
-class ApiResponse(object):
+class ApiResponse:
     __slots__ = ("status", "headers", "data")
 
     def __init__(self, status: int, headers: Optional[Mapping[str, str]] = None, data: bytes = b"") -> None:
@@ -172,7 +172,7 @@ class Transport(Protocol):
         ...  # pragma: no cover
 
 
-class RetryPolicy(object):
+class RetryPolicy:
     """Retry rules. ``deadline`` bounds the total time spent on one request."""
 
     RETRY_AFTER_STATUSES = (429, 503)
@@ -192,7 +192,7 @@ class RetryPolicy(object):
         return cap / 2.0 + rng() * cap / 2.0  # "equal jitter"
 
 
-class RateLimiter(object):
+class RateLimiter:
     """Token bucket shared by all threads of one transport."""
 
     def __init__(self, qps: float, burst: Optional[int] = None,
@@ -221,7 +221,7 @@ class RateLimiter(object):
             self._sleep(wait)
 
 
-class TransportStats(object):
+class TransportStats:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.requests = 0
@@ -248,7 +248,7 @@ def _parse_retry_after(value: Optional[str]) -> Optional[float]:
         return None  # HTTP-date form: fall back to backoff
 
 
-class HttpTransport(object):
+class HttpTransport:
     """Thread-safe transport over a urllib3 ``PoolManager`` (or anything with its ``request``)."""
 
     def __init__(
@@ -395,7 +395,7 @@ class HttpTransport(object):
             resp = ApiResponse(raw.status, dict(raw.headers.items()) if hasattr(raw.headers, "items") else {},
                                raw.data or b"")
             status = resp.status
-            delay = None  # type: Optional[float]
+            delay: Optional[float] = None
             if status in RetryPolicy.RETRY_AFTER_STATUSES:
                 self.stats.add(throttled=1)
                 retry_after = _parse_retry_after(resp.header("Retry-After"))

@@ -22,7 +22,7 @@ from .transport import MERGE_PATCH, Transport, dumps, error_from_response
 
 
 @dataclass
-class TrimResult(object):
+class TrimResult:
     name: str
     storage_version: Optional[str]
     before: List[str]

@@ -23,7 +23,7 @@ def entry(manager, version, fields, operation="Apply", subresource=None):
     return e
 
 
-class ClientCheckFake(object):
+class ClientCheckFake:
     cluster_label = "test-cluster"
 
     def __init__(self, versions=(("v1", False, False), ("v2", True, True))):

@@ -21,7 +21,7 @@ from tests.unit.crdops_fakes import FakeCluster, status
 NAME = "crontabs.stable.example.com"
 
 
-class FakeTime(object):
+class FakeTime:
     def __init__(self):
         self.now = 0.0
         self.sleeps = []

@@ -98,7 +98,7 @@ def test_three_runs_and_a_relist_still_account_for_every_listing():
     migrate_crd(c, get_crd(c, NAME), RestoreOptions(page_size=2, workers=1))  # checkpoint through obj-00009
     c.hooks.remove(hook)
     assert json.loads(c.crds[NAME]["metadata"]["annotations"][CHECKPOINT_ANNOTATION])["counts"] == {
-        "listed": 10, "rewritten": 7, "unchanged": 3, "gone": 0, "skipped_by_checkpoint": 0,
+        "listed": 10, "rewritten": 7, "unchanged": 3, "gone": 0, "skipped_by_checkpoint": 0, "already_current": 0,
         "managed_fields_rewritten": 0, "managed_fields_dropped": 0, "objects_with_stale_managed_fields": 0}
     expired = []
 

@@ -22,7 +22,7 @@ NAME = "crontabs.stable.example.com"
 KEY = ("default", "crdops-pass-" + NAME)
 
 
-class Clock(object):
+class Clock:
     """A local monotonic clock and sleep the test drives."""
 
     def __init__(self):

@@ -62,7 +62,7 @@ def test_an_empty_map_added_is_reported_as_itself():
 
 # --- the comparison, with a fake etcd and a fake API ---------------------------------------------------
 
-class FakeSampler(object):
+class FakeSampler:
     def __init__(self, values, rereads=None):
         self.values = values
         self.rereads = dict(rereads or {})  # key -> list of RawValue returned by successive get()
@@ -80,7 +80,7 @@ class FakeSampler(object):
         return queue.pop(0) if queue else None
 
 
-class FakeApi(object):
+class FakeApi:
     """GET and the dry-run PATCH of a path answer the same view unless ``patch`` overrides it."""
     cluster_label = "test-cluster"
 

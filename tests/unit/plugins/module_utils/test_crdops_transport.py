@@ -14,7 +14,7 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops import er
 from tests.unit.crdops_fakes import status
 
 
-class Clock(object):
+class Clock:
     def __init__(self):
         self.t = 0.0
         self.sleeps = []
@@ -27,14 +27,14 @@ class Clock(object):
         self.t += s
 
 
-class Raw(object):
+class Raw:
     def __init__(self, status, body=b"", headers=None):
         self.status = status
         self.data = body if isinstance(body, bytes) else json.dumps(body).encode()
         self.headers = headers or {}
 
 
-class Pool(object):
+class Pool:
     def __init__(self, *responses):
         self.responses = list(responses)
         self.requests = []

@@ -42,6 +42,7 @@ def test_migrate_check_mode_writes_nothing(cluster, capsys):
     ({"retry_deadline": -1}, "retry_deadline must be >= 0, got -1.0"),
     ({"preflight_sample": -1}, "preflight_sample must be >= 0, got -1"),
     ({"connect_timeout": 0}, "connect_timeout must be > 0, got 0.0"),
+    ({"sample_only": True}, "sample_only plans from a sample: it needs check mode"),
 ])
 def test_migrate_bad_input_fails_before_connecting(cluster, capsys, args, msg):
     out = run(crd_storage_migrate, dict(args, names=[NAME]), capsys)

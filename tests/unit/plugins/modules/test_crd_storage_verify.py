@@ -16,7 +16,7 @@ from tests.unit.plugins.modules.runner import NAME, connected_fake, run
 ARGS = {"names": [NAME], "etcd_url": "http://127.0.0.1:2379"}
 
 
-class FakeReader(object):
+class FakeReader:
     """Keys per apiVersion, as an EtcdReader would count them; ``problem`` as explain_no_keys would set it."""
 
     counts = {}
