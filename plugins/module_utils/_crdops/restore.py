@@ -204,7 +204,7 @@ class _Page:
 
     __slots__ = ("refs", "futures", "last_key", "skipped", "covered", "current")
 
-    def __init__(self, refs: List[ObjectRef], futures: List["Future[Outcome]"], last_key: str, skipped: int) -> None:
+    def __init__(self, refs: List[ObjectRef], futures: List[Future[Outcome]], last_key: str, skipped: int) -> None:
         self.refs = refs
         self.futures = futures
         self.last_key = last_key
