@@ -31,8 +31,8 @@ class FakeClock(object):
 
 def feed(lim, clock, latency_s, windows=1):
     """Answer ``windows`` full windows of writes, each taking ``latency_s``; 10 ms of fake time per write."""
-    for _ in range(windows):
-        for _ in range(lim.window_size()):
+    for _window in range(windows):
+        for _write in range(lim.window_size()):
             clock.t += 0.01
             lim.on_sample(clock.t - latency_s, latency_s)
 
@@ -90,7 +90,7 @@ def test_a_throttled_answer_halves_the_limit_once_per_window_and_never_below_one
     feed(lim, clock, 0.002)  # the window closes without a latency move: it was cut already
     assert lim.limit == 4.0
     seen = []
-    for _ in range(3):
+    for _window in range(3):
         lim.on_throttled()
         seen.append(lim.limit)
         lim._cut_in_window = False  # the next window (closing it with samples would also grow the limit)
@@ -142,7 +142,7 @@ def test_the_gate_bounds_writes_in_flight_follows_a_lower_limit_and_gives_up_on_
             active[0] -= 1
         gate.release(started)
 
-    threads = [threading.Thread(target=one) for _ in range(12)]
+    threads = [threading.Thread(target=one) for _thread in range(12)]
     for t in threads:
         t.start()
     for t in threads:
@@ -243,7 +243,7 @@ def test_pace_is_validated_reported_in_the_result_and_in_the_progress_line():
 
 def test_a_stopped_pass_does_not_wait_for_a_permit():
     c, _state = slow_cluster(50, per_in_flight=0.002)
-    c.hooks.insert(0, lambda m, p, q, b: status(403, "forbidden", "Forbidden") if m == "PATCH" and
+    c.hooks.insert(0, lambda m, p, _q, _b: status(403, "forbidden", "Forbidden") if m == "PATCH" and
                    "/customresourcedefinitions/" not in p else None)
     result = migrate_crd(c, get_crd(c, NAME), RestoreOptions(page_size=50, workers=8))
     assert result.complete is False and result.aborted_kind == "permission"
