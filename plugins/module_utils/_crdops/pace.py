@@ -57,9 +57,10 @@ class GradientLimiter(object):
         self.max_seen = self.limit
         self.baseline: Optional[float] = None
         self.latency: Optional[float] = None  # median of the last window
-        self.backoffs = 0  # cuts of the limit: latency windows and throttled answers
-        self.throttle_backoffs = 0  # of which halvings for a throttled answer
+        self.backoffs = 0  # cuts of the limit (latency windows and throttled answers) that lowered it
+        self.throttle_backoffs = 0  # throttled answers acted on (once per window), also at a limit of one
         self.windows = 0
+        self.congested = 0  # windows over the target latency
         self.probes = 0
         self._samples: List[float] = []
         self._history: Deque[Tuple[float, float]] = deque()  # (end time, window median)
@@ -90,7 +91,8 @@ class GradientLimiter(object):
         if not self.adaptive or self._cut_in_window:
             return
         self._cut_in_window = True
-        self.backoffs += 1
+        if self.limit > 1.0:
+            self.backoffs += 1
         self.throttle_backoffs += 1
         self._set_limit(self.limit / 2.0)
 
@@ -121,7 +123,9 @@ class GradientLimiter(object):
     def _adjust(self, p50: float) -> None:
         target = (self.baseline or 0.0) * self.settings.tolerance + self.settings.slack
         if p50 > target:
-            self.backoffs += 1
+            self.congested += 1
+            if self.limit > 1.0:  # at one write in flight there is nothing left to cut
+                self.backoffs += 1
             self._set_limit(self.limit * max(self.settings.max_cut, target / p50))
         else:
             self._set_limit(self.limit + 1.0)
@@ -135,7 +139,8 @@ class GradientLimiter(object):
         return {"mode": GENTLE if self.adaptive else MAX, "limit": self.permits, "final_limit": int(self.limit),
                 "min_limit": int(self.min_seen), "max_limit_reached": int(self.max_seen), "workers": self.max_limit,
                 "baseline_ms": _ms(self.baseline), "latency_ms": _ms(self.latency), "backoffs": self.backoffs,
-                "throttle_backoffs": self.throttle_backoffs, "windows": self.windows, "probes": self.probes}
+                "throttle_backoffs": self.throttle_backoffs, "windows": self.windows,
+                "congested_windows": self.congested, "probes": self.probes}
 
 
 def _ms(seconds: Optional[float]) -> Optional[float]:
