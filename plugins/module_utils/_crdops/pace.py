@@ -33,7 +33,7 @@ Clock = Callable[[], float]
 
 
 @dataclass(frozen=True)
-class PaceSettings(object):
+class PaceSettings:
     tolerance: float = 1.5  # a window median up to this many times the baseline (plus slack) is not congestion
     slack: float = 0.0005  # seconds: below a millisecond or so, a rise is this process's own scheduling noise
     min_window: int = 8  # samples per window; a window is also at least 2 samples per permit
@@ -43,7 +43,7 @@ class PaceSettings(object):
     max_cut: float = 0.5  # a window never cuts the limit below this fraction
 
 
-class GradientLimiter(object):
+class GradientLimiter:
     """The limit and what it was learned from. Not thread-safe: :class:`PaceGate` calls it under its lock."""
 
     def __init__(self, max_limit: int, adaptive: bool = True, settings: PaceSettings = PaceSettings(),
@@ -147,7 +147,7 @@ def _ms(seconds: Optional[float]) -> Optional[float]:
     return None if seconds is None else round(seconds * 1000.0, 2)
 
 
-class PaceGate(object):
+class PaceGate:
     """A semaphore whose number of permits the limiter sets: it bounds the writes in flight, not only their
     spacing. A lower limit takes effect as writes in flight finish; none is interrupted."""
 
