@@ -1,6 +1,6 @@
 # Entry points; README explains them. CRDOPS_LEG=2.16 selects the oldest-ansible venv (tools/env.sh).
 SHELL := /bin/bash
-.PHONY: setup demo test test-oldest ci unit integration build-kcm down bench docs docs-reliability
+.PHONY: setup demo test test-oldest ci unit typecheck integration build-kcm down bench docs docs-reliability
 
 setup:            ## venv + control-plane binaries + collection link (idempotent)
 	tools/setup.sh
@@ -17,6 +17,9 @@ test-oldest:      ## the oldest claimed ansible-core (2.16): unit, sanity, the r
 
 ci:               ## what .ci/run does: both legs, each in its own cached venv
 	.ci/run
+
+typecheck:        ## the type and lint gate: mypy --strict on the engine, ruff (settings in pyproject.toml)
+	tests/sanity/typecheck.sh
 
 unit:
 	. tools/env.sh && python -m pytest tests/unit -q

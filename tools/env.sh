@@ -17,7 +17,11 @@ CRDOPS_PYVER="$(sed -n 's/^# python: *//p' "$CRDOPS_LOCK" | head -1)"
 _req_hash=$( { cat "$REPO_ROOT/requirements.txt" "$REPO_ROOT/requirements/ansible-$CRDOPS_LEG".*txt; echo "$CRDOPS_PYVER"; } \
   | sha256sum | cut -c1-12)
 VENV="${CRDOPS_VENV:-$CRDOPS_CACHE/venv-$CRDOPS_LEG-$_req_hash}"
-export CRDOPS_CACHE REPO_ROOT CRDOPS_LEG CRDOPS_LOCK CRDOPS_PYVER VENV
+# mypy and ruff (tests/sanity/typecheck.sh): a venv keyed by its own pin file, whatever the leg
+CRDOPS_LINT_LOCK="$REPO_ROOT/requirements/lint-tools.txt"
+CRDOPS_LINT_PYVER="$(sed -n 's/^# python: *//p' "$CRDOPS_LINT_LOCK" | head -1)"
+LINT_VENV="$CRDOPS_CACHE/lint-tools-$(sha256sum <"$CRDOPS_LINT_LOCK" | cut -c1-12)"
+export CRDOPS_CACHE REPO_ROOT CRDOPS_LEG CRDOPS_LOCK CRDOPS_PYVER VENV CRDOPS_LINT_LOCK CRDOPS_LINT_PYVER LINT_VENV
 export VIRTUAL_ENV="$VENV"
 export PATH="$VENV/bin:$PATH"
 # one collections dir and one ANSIBLE_HOME per checkout, so two checkouts on one machine never swap each

@@ -8,9 +8,11 @@ set -euo pipefail
 # shellcheck source=env.sh source-path=SCRIPTDIR
 source "$(dirname "$0")/env.sh"
 
-# The leg's interpreter: the version named in its pin file, from pyenv, else python<major.minor> on PATH.
+# An interpreter of version $1 (default: the leg's, named in its pin file), from pyenv, else python<major.minor>
+# on PATH.
 find_python() {
-  local v="$CRDOPS_PYVER" mm="${CRDOPS_PYVER%.*}" root
+  local v="${1:-$CRDOPS_PYVER}" root mm
+  mm="${v%.*}"
   root="$(pyenv root 2>/dev/null || echo "${PYENV_ROOT:-$HOME/.pyenv}")"
   for cand in "$root/versions/$v/bin/python$mm" "$(command -v "python$mm" || true)"; do
     if [[ -n "$cand" && -x "$cand" ]] && [[ "$("$cand" -c 'import platform; print(platform.python_version())')" == "$v"* ]]; then
@@ -36,6 +38,19 @@ if [[ ! -f "$VENV/.complete" ]]; then
 else
   echo "== venv $VENV is ready"
 fi
+
+# The type and lint gate's tools, in their own venv (see requirements/lint-tools.txt)
+if [[ ! -f "$LINT_VENV/.complete" ]]; then
+  py="$(find_python "$CRDOPS_LINT_PYVER")"
+  echo "== creating lint-tools venv $LINT_VENV ($py)"
+  rm -rf "$LINT_VENV"
+  "$py" -m venv "$LINT_VENV"
+  "$LINT_VENV/bin/pip" install --quiet --upgrade pip
+  "$LINT_VENV/bin/pip" install --quiet --no-deps -r "$CRDOPS_LINT_LOCK"
+  "$LINT_VENV/bin/pip" check >/dev/null || { "$LINT_VENV/bin/pip" check >&2; exit 1; }
+  touch "$LINT_VENV/.complete"
+fi
+echo "== lint tools: $("$LINT_VENV/bin/mypy" --version), $("$LINT_VENV/bin/ruff" --version)"
 "$VENV/bin/python" - <<'PY'
 import ansible, importlib.metadata as md, json, pathlib, kubernetes
 import ansible_collections

@@ -73,9 +73,24 @@ options:
     type: int
     default: 500
   workers:
-    description: Concurrent no-op writes per cluster. Must be greater than 0. The HTTP connection pool is sized to match.
+    description:
+      - Concurrent no-op writes per cluster at most. Must be greater than 0. The HTTP connection pool is sized to match.
+      - With O(pace=gentle) the most writes in flight; the pace decides how many are, between 1 and this.
     type: int
     default: 8
+  pace:
+    description:
+      - How hard the re-store may press the apiserver.
+      - V(gentle) measures the latency of its own writes, learns the idle latency (lowest window median of the last
+        minute, re-measured every 15 s with a single write in flight) and adapts how many writes are in flight, between
+        1 and O(workers). Latency over 1.5 times the idle latency cuts the number in proportion; a throttled answer
+        (429/503) halves it; otherwise it grows by one per window. Other clients of the apiserver keep their latency.
+      - V(max) keeps O(workers) writes in flight all the time, for a maintenance window.
+      - O(max_qps) caps both. The state of the pace is returned in RV(crds[].pace) and shown in the progress lines.
+    type: str
+    choices: [gentle, max]
+    default: gentle
+    version_added: 1.1.0
   apiserver_endpoints:
     description:
       - Every apiserver of an HA control plane, as C(https://host:port) URLs, reached with the same credentials.
@@ -374,6 +389,18 @@ crds:
           were written. Objects without such entries are not written and are counted in RV(crds[].unchanged). No record.
       type: bool
       returned: always
+    pace:
+      description:
+        - The pace of the writes at the end of the pass (see O(pace)) - C(mode), C(final_limit) (writes allowed in
+          flight at the end), C(min_limit) and C(max_limit_reached) (the lowest and highest limit of the pass),
+          C(workers), C(baseline_ms) (the idle write latency learned), C(latency_ms) (median of the last window),
+          C(backoffs) (cuts of the limit, latency or throttling), C(throttle_backoffs) (of which for 429/503),
+          C(windows), C(probes) (windows run at one write in flight) and C(peak_in_flight).
+      type: dict
+      returned: always
+      sample: {mode: gentle, final_limit: 3, min_limit: 1, max_limit_reached: 5, workers: 8, baseline_ms: 2.4,
+               latency_ms: 3.1, backoffs: 7, throttle_backoffs: 0, windows: 120, probes: 4, peak_in_flight: 5}
+      version_added: 1.1.0
     event_errors:
       description: Kubernetes Events about the pass that could not be posted on the CRD (never a failure).
       type: list
@@ -469,6 +496,7 @@ def plan_barrier_for(transport, crds, p, check_mode, warn):
 OPTIONS = dict(
     page_size=dict(type="int", default=500),
     workers=dict(type="int", default=8),
+    pace=dict(type="str", choices=["gentle", "max"], default="gentle"),
     max_qps=dict(type="float"),
     retry_deadline=dict(type="float", default=120),
     max_failures=dict(type="int"),
@@ -524,7 +552,8 @@ class Migrate(Job):
     def prepare(self):
         p = self.params
         self.options = RunOptions(
-            restore=RestoreOptions(page_size=p["page_size"], workers=p["workers"], max_failures=p["max_failures"],
+            restore=RestoreOptions(page_size=p["page_size"], workers=p["workers"], pace=p["pace"],
+                                   max_failures=p["max_failures"],
                                    check_mode=self.check_mode, write_record=p["write_record"],
                                    use_checkpoint=p["resume"], preflight_sample=p["preflight_sample"],
                                    sample_only=p["sample_only"], should_stop=self.heartbeat()),

@@ -212,7 +212,7 @@ def test_three_slices_in_parallel_then_one_merged_report(fleet3, tmp_path, monke
     for t in threads:
         t.join(600)
     assert sorted(runs) == [1, 2, 3]
-    for n, r in runs.items():
+    for r in runs.values():
         assert r.status == "successful", awx.stdout(r)[-3000:]
     for c, s in zip(fleet3.clusters, seeds):
         assert scan_storage(c.etcd_url, s.group, s.plural).counts == {s.new(): 20 + seeds.index(s)}

@@ -122,7 +122,7 @@ def test_ha_pair_shares_data_and_has_two_identities(binaries, tmp_path):
             if len(leases) == 2 or time.monotonic() > deadline:
                 break
             time.sleep(1)
-        holders = sorted(l["spec"]["holderIdentity"] for l in leases)
+        holders = sorted(lease["spec"]["holderIdentity"] for lease in leases)
         assert len(holders) == 2 and holders[0] != holders[1]
     finally:
         ha.stop()

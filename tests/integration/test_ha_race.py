@@ -114,7 +114,7 @@ def test_without_barrier_the_etcd_check_catches_stale_writes(ha):
         finally:
             os.kill(ha.apiservers[1].process.pid, signal.SIGCONT)
         with ThreadPoolExecutor(8) as pool:
-            list(pool.map(lambda n: b.post(objects_path(s.group, "v1alpha1", s.plural, "ns-a"), {
+            list(pool.map(lambda n, s=s: b.post(objects_path(s.group, "v1alpha1", s.plural, "ns-a"), {
                 "apiVersion": s.old(), "kind": s.kind, "metadata": {"name": f"obj-{n:06d}"}}), range(1, 41)))
         scan = scan_storage(ha.etcd_url, s.group, s.plural)
         crd = a.get_crd(s.crd_name)

@@ -19,7 +19,7 @@ import email.utils
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 from urllib.parse import urlsplit
 
 from .barrier import BarrierPlan
@@ -198,7 +198,7 @@ class Topology:
 
 
 def unique_urls(urls: List[str]) -> List[str]:
-    seen: set = set()
+    seen: Set[str] = set()
     out: List[str] = []
     for url in urls:
         key = url_key(url)

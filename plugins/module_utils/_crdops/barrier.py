@@ -34,7 +34,7 @@ def storage_version_hash(group: str, version: str, kind: str) -> str:
     return base64.b64encode(digest[:8]).decode()
 
 
-class BarrierPlan(dict):
+class BarrierPlan(Dict[str, Transport]):
     """URL -> transport of the apiservers to poll, plus how to poll them.
 
     A dict, so that code written for the plain endpoint map (``run_migration``) takes a plan unchanged.
@@ -68,7 +68,7 @@ class BarrierResult:
     polls: int = 1
     warning: Optional[str] = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> Dict[str, Any]:
         return {"name": self.crd, "storage_version": self.storage_version, "endpoints": dict(self.endpoints),
                 "waited_s": round(self.waited_s, 3), "passed": self.passed, "mode": self.mode,
                 "polls": self.polls, "warning": self.warning}

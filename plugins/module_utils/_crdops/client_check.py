@@ -16,13 +16,13 @@ and for objects without ``Apply`` entries applies their bare identity as a probe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Set, Tuple
 
 from .crd import Crd
 from .errors import BadInputError, ConnectionFailed, CrdOpsError, at_least
 from .events import emit_crd_event
 from .fieldsv1 import apply_configuration
-from .transport import ACCEPT_PARTIAL_LIST, Transport, dumps, error_from_response
+from .transport import ACCEPT_PARTIAL_LIST, ApiResponse, Transport, dumps, error_from_response
 
 APPLY_PATCH = "application/apply-patch+yaml"  # JSON is valid YAML, so a JSON body is accepted
 PROBE_MANAGER = "crdops-client-check"
@@ -90,6 +90,10 @@ class CrdClientCheck:
             self.checked_objects, self.applies, self.probes)
 
 
+# (manager, operation, apiVersion, subresource) of one managedFields entry
+Signature = Tuple[Any, Any, Any, Any]
+
+
 def _key(meta: Mapping[str, Any]) -> str:
     ns = meta.get("namespace")
     return "%s/%s" % (ns, meta.get("name")) if ns else str(meta.get("name"))
@@ -129,7 +133,7 @@ def metadata_pages(transport: Transport, crd: Crd, page_size: int) -> Iterator[L
             return
 
 
-def signatures(meta: Mapping[str, Any]) -> set:
+def signatures(meta: Mapping[str, Any]) -> Set[Signature]:
     return {(e.get("manager"), e.get("operation"), e.get("apiVersion"), e.get("subresource", ""))
             for e in meta.get("managedFields") or ()}
 
@@ -145,7 +149,7 @@ class Sampler:
         self.stale: List[Dict[str, Any]] = []
         self.new_kind: List[Dict[str, Any]] = []
         self.first: List[Dict[str, Any]] = []
-        self._seen: set = set()
+        self._seen: Set[Signature] = set()
 
     def offer(self, meta: Dict[str, Any], is_stale: bool) -> None:
         if self.everything is not None:
@@ -164,7 +168,8 @@ class Sampler:
     def chosen(self) -> List[Dict[str, Any]]:
         if self.everything is not None:
             return self.everything
-        out, keys = [], set()
+        out: List[Dict[str, Any]] = []
+        keys: Set[str] = set()
         for meta in self.stale + self.new_kind + self.first:
             if _key(meta) not in keys and len(out) < self.sample:
                 keys.add(_key(meta))
@@ -177,7 +182,7 @@ def _object_path(crd: Crd, meta: Mapping[str, Any], version: str, subresource: s
     return path + "/" + subresource if subresource else path
 
 
-def dry_run_apply(transport: Transport, path: str, manager: str, config: Mapping[str, Any]):
+def dry_run_apply(transport: Transport, path: str, manager: str, config: Mapping[str, Any]) -> ApiResponse:
     """Server-side apply as ``manager``, not forced, validated and admitted but never persisted."""
     return transport.request("PATCH", path, query=[("dryRun", "All"), ("fieldManager", manager)],
                              body=dumps(config), content_type=APPLY_PATCH)
@@ -284,7 +289,7 @@ def check_crd(transport: Transport, crd: Crd, *, sample: int = 10, check_all_bel
                 if len(result.stale_examples) < MAX_EXAMPLES:
                     result.stale_examples.append(_key(meta))
             sampler.offer(meta, stale)
-    stale_seen: set = set()
+    stale_seen: Set[Signature] = set()
     stale_checked = 0
     for meta in sampler.chosen():
         if stale_entries(meta, crd):

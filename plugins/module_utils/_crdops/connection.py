@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from .errors import BadInputError, ConnectionFailed, at_least
 from .transport import HttpTransport, RateLimiter, RetryPolicy
@@ -115,7 +115,7 @@ def build_configuration(options: ConnectionOptions) -> Any:
     except Exception as exc:  # ConfigException, IOError, yaml errors
         # Messages from the kubeconfig loader name files and contexts, never token values.
         raise ConnectionFailed("cannot load kubeconfig", cluster=label,
-                               api_message="%s: %s" % (type(exc).__name__, str(exc)[:300]))
+                               api_message="%s: %s" % (type(exc).__name__, str(exc)[:300])) from exc
     if options.host:
         configuration.host = options.host.rstrip("/")
     if options.api_key:
@@ -152,7 +152,7 @@ def build_configuration(options: ConnectionOptions) -> Any:
     return configuration
 
 
-def _auth_header_fn(configuration: Any):
+def _auth_header_fn(configuration: Any) -> Callable[[], Optional[str]]:
     def auth_header() -> Optional[str]:
         # auth_settings() runs refresh_api_key_hook (exec plugins / OIDC refresh) when set.
         settings = configuration.auth_settings()
@@ -202,7 +202,7 @@ def connect(
         pool = api_client.rest_client.pool_manager
     except Exception as exc:
         raise ConnectionFailed("cannot build HTTP client", cluster=label,
-                               api_message="%s: %s" % (type(exc).__name__, str(exc)[:300]))
+                               api_message="%s: %s" % (type(exc).__name__, str(exc)[:300])) from exc
     from urllib3._collections import HTTPHeaderDict
 
     headers = HTTPHeaderDict()

@@ -48,7 +48,7 @@ class Crd:
     labels: Dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_api(cls, obj: Dict[str, Any]) -> "Crd":
+    def from_api(cls, obj: Dict[str, Any]) -> Crd:
         meta = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         status = obj.get("status") or {}

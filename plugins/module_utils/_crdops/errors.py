@@ -36,7 +36,7 @@ class CrdOpsError(Exception):
         self.reason = reason
 
     def with_context(self, *, cluster: Optional[str] = None, crd: Optional[str] = None,
-                     obj: Optional[str] = None) -> "CrdOpsError":
+                     obj: Optional[str] = None) -> CrdOpsError:
         """Fill in context that was unknown where the error was raised (never overwrites)."""
         if cluster and not self.cluster:
             self.cluster = cluster

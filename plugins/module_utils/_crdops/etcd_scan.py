@@ -18,7 +18,7 @@ import base64
 import json
 import traceback
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from .errors import CrdOpsError
 
@@ -28,7 +28,6 @@ try:
     HAS_URLLIB3 = True
     URLLIB3_IMPORT_ERROR: Optional[str] = None
 except ImportError:  # pragma: no cover - depends on the environment
-    urllib3 = None
     HAS_URLLIB3 = False
     URLLIB3_IMPORT_ERROR = traceback.format_exc()
 
@@ -68,7 +67,7 @@ class EtcdScanResult:
         # zero keys prove nothing when the API lists objects: a wrong prefix must never pass as "all migrated"
         return self.problem is None and self.total == self.counts.get(self.expected_api_version, 0)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> Dict[str, Any]:
         # "keys" is the pre-1.1 name of key_count, still returned for playbooks that read it (ansible-core
         # 2.21's validate-modules refuses a documented return key that shadows a dict method).
         return {"name": self.crd, "expected_api_version": self.expected_api_version, "revision": self.revision,
@@ -110,14 +109,14 @@ class EtcdReader:
             raise CrdOpsError("the urllib3 Python library is required to read etcd (pip install urllib3):\n%s"
                               % URLLIB3_IMPORT_ERROR)
         self.options = options
-        tls = {}
+        tls: Dict[str, Any] = {}
         if options.url.startswith("https://"):
             tls = {"cert_reqs": "CERT_REQUIRED", "ca_certs": options.ca_cert,
                    "cert_file": options.client_cert, "key_file": options.client_key}
         self._pool = urllib3.PoolManager(retries=urllib3.Retry(total=3, backoff_factor=0.2),
                                          timeout=urllib3.Timeout(total=options.timeout), **tls)
 
-    def _range(self, payload: dict) -> dict:
+    def _range(self, payload: Dict[str, Any]) -> Dict[str, Any]:
         url = self.options.url.rstrip("/") + "/v3/kv/range"
         try:
             resp = self._pool.request("POST", url, body=json.dumps(payload).encode(),
@@ -127,7 +126,8 @@ class EtcdReader:
         if resp.status != 200:
             raise CrdOpsError(f"etcd at {self.options.url} answered HTTP {resp.status}: "
                               f"{resp.data[:300].decode(errors='replace')}")
-        return json.loads(resp.data)
+        body: Dict[str, Any] = json.loads(resp.data)
+        return body
 
     def scan(self, crd_name: str, group: str, plural: str, expected_api_version: str) -> EtcdScanResult:
         prefix = f"{self.options.prefix.rstrip('/')}/{group}/{plural}/".encode()
@@ -141,7 +141,8 @@ class EtcdReader:
             try:
                 body = self._range(payload)
             except CrdOpsError as exc:
-                raise exc.with_context(crd=crd_name)
+                exc.with_context(crd=crd_name)
+                raise
             if not result.revision:
                 result.revision = int(body["header"]["revision"])
             kvs = body.get("kvs", [])
@@ -212,7 +213,7 @@ def resource_prefix(etcd_prefix: str, group: str, plural: str) -> str:
     return f"{etcd_prefix.rstrip('/')}/{group}/{plural}/"
 
 
-def _raw_values(body: dict) -> List[RawValue]:
+def _raw_values(body: Dict[str, Any]) -> List[RawValue]:
     return [RawValue(key=base64.b64decode(kv["key"]).decode(errors="replace"),
                      mod_revision=int(kv.get("mod_revision", 0)),
                      value=base64.b64decode(kv.get("value", ""))) for kv in body.get("kvs", [])]
@@ -226,7 +227,7 @@ class EtcdSampler(EtcdReader):
         body = self._range({"key": _b64(start), "range_end": _b64(_range_end(start)), "count_only": True})
         return int(body.get("count", 0))
 
-    def sample(self, prefix: str, limit: int) -> "tuple[int, List[RawValue]]":
+    def sample(self, prefix: str, limit: int) -> tuple[int, List[RawValue]]:
         """(revision, up to ``limit`` values) from one snapshot."""
         start = prefix.encode()
         body = self._range({"key": _b64(start), "range_end": _b64(_range_end(start)), "limit": int(limit)})

@@ -65,7 +65,7 @@ def diff_values(stored: Any, served: Any, path: str = "") -> Tuple[Set[str], Set
             else:
                 _merge((added, removed, changed), diff_values(stored[key], served[key], sub))
     elif isinstance(stored, list) and isinstance(served, list) and len(stored) == len(served):
-        for old, new in zip(stored, served):
+        for old, new in zip(stored, served, strict=True):
             _merge((added, removed, changed), diff_values(old, new, path + "[]"))
     elif not _same(stored, served):
         changed.add(path or ".")
@@ -82,7 +82,7 @@ def _number(v: Any) -> bool:
 
 
 def _merge(into: Tuple[Set[str], Set[str], Set[str]], more: Tuple[Set[str], Set[str], Set[str]]) -> None:
-    for target, extra in zip(into, more):
+    for target, extra in zip(into, more, strict=True):
         target.update(extra)
 
 

@@ -101,7 +101,7 @@ def apply_configuration(obj: Mapping[str, Any], fields_v1: Mapping[str, Any], ap
 
     ``managedFields``, ``resourceVersion`` and the like never appear in a trie, so they are never sent.
     """
-    config = extract_owned(dict(obj), fields_v1 or {})
+    config: Dict[str, Any] = extract_owned(dict(obj), fields_v1 or {})
     meta = dict(config.get("metadata") or {})
     src = obj.get("metadata") or {}
     meta["name"] = src.get("name")

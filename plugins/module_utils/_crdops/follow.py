@@ -17,6 +17,7 @@ import threading
 from typing import Any, Callable, Dict, Iterable, Optional
 
 from .listing import count_objects
+from .pace import describe
 
 Emit = Callable[[str], None]
 
@@ -45,11 +46,13 @@ def progress_line(state: Dict[str, Any], total: Optional[int]) -> Optional[str]:
     remaining = max(expected - done, 0)
     eta = _duration(remaining / rate) if rate > 0 else ("0s" if remaining == 0 else "unknown")
     position = min(int(state.get("crds_done") or 0) + 1, int(state.get("crds_total") or 1))
+    pace = "" if cur.get("check_mode") else describe(cur.get("pace"))
     return ("CRD %d/%d %s: %d/%d objects (%.1f%%), rewritten %d, unchanged %d, gone %d, failed %d, "
-            "skipped by checkpoint %d; %.1f obj/s, ETA %s%s" % (
+            "skipped by checkpoint %d; %.1f obj/s, ETA %s%s%s" % (
                 position, int(state.get("crds_total") or 1), cur["crd"], done, expected, pct,
                 cur.get("rewritten") or 0, cur.get("unchanged") or 0, cur.get("gone") or 0, cur.get("failed") or 0,
-                cur.get("skipped_by_checkpoint") or 0, rate, eta, " [plan only]" if cur.get("check_mode") else ""))
+                cur.get("skipped_by_checkpoint") or 0, rate, eta, "; " + pace if pace else "",
+                " [plan only]" if cur.get("check_mode") else ""))
 
 
 def _reached(state: Dict[str, Any]) -> int:

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Tuple
 
 from .crd import Crd
 from .errors import ApiError
@@ -27,7 +27,7 @@ class ObjectRef(NamedTuple):
     def key(self) -> str:
         return "%s/%s" % (self.namespace, self.name) if self.namespace else self.name
 
-    def sort_key(self):
+    def sort_key(self) -> Tuple[str, str]:
         return (self.namespace, self.name)
 
 
@@ -41,7 +41,8 @@ class ListStats:
         self.resumed_inconsistent = 0
 
 
-def _refs(items, group: str = "", storage_version: Optional[str] = None) -> List[ObjectRef]:
+def _refs(items: Optional[Iterable[Mapping[str, Any]]], group: str = "",
+          storage_version: Optional[str] = None) -> List[ObjectRef]:
     out = []
     for item in items or ():
         meta = item.get("metadata") or {}

@@ -19,7 +19,7 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 from .barrier import wait_for_storage_version
 from .crd import Crd
@@ -80,7 +80,7 @@ def problem_of(entry: Dict[str, Any]) -> Optional[str]:
         return "[CRD %s] %d objects failed; first: %s (HTTP %s): %s" % (
             entry["name"], entry["failed"], obj, first.get("status"), first.get("message"))
     if entry.get("record_error"):
-        return entry["record_error"]
+        return cast(str, entry["record_error"])
     return None
 
 

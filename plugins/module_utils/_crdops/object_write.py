@@ -18,7 +18,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import Any, Dict, NamedTuple, Optional
 
 from .crd import Crd
 from .errors import ApiError, CrdOpsError, NotFoundError
@@ -54,7 +54,9 @@ def names_object(resp: ApiResponse, crd: Crd, name: str) -> bool:
     if resp.status != 404:
         return False
     body = resp.status_body()
-    details = body.get("details") if isinstance(body.get("details"), dict) else {}
+    details = body.get("details")
+    if not isinstance(details, dict):
+        details = {}
     if body.get("kind") != "Status" or body.get("reason") != "NotFound" or details.get("name") != name:
         return False
     if details.get("kind") not in (crd.plural, crd.kind):
@@ -65,7 +67,7 @@ def names_object(resp: ApiResponse, crd: Crd, name: str) -> bool:
 def confirm_gone(transport: Transport, crd: Crd, ref: ObjectRef, resp: ApiResponse, what: str,
                  stale: bool = False) -> Outcome:
     """A 404 answer to ``what``: GONE only when it names the object and a read at a safe version agrees."""
-    kw = dict(cluster=transport.cluster_label, crd=crd.name, obj=ref.key)
+    kw: Dict[str, Any] = dict(cluster=transport.cluster_label, crd=crd.name, obj=ref.key)
     if not names_object(resp, crd, ref.name):
         return Outcome(FAILED, NotFoundError(
             "%s answered 404 without naming the object (an apiserver that does not serve %s yet? a lagging HA "
@@ -125,7 +127,7 @@ def read_metadata(transport: Transport, crd: Crd, ref: ObjectRef) -> ApiResponse
 
 def managed_fields_write(transport: Transport, crd: Crd, ref: ObjectRef, stale: StaleFields) -> Outcome:
     """One guarded JSON patch that re-stores the object and fixes its stale managedFields entries."""
-    kw = dict(cluster=transport.cluster_label, crd=crd.name, obj=ref.key)
+    kw: Dict[str, Any] = dict(cluster=transport.cluster_label, crd=crd.name, obj=ref.key)
     path = crd.resource_path(namespace=ref.namespace or None, name=ref.name)
     keep = keeps_ownership(crd.conversion_strategy)
     rv: str = ref.resource_version

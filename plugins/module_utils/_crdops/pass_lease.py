@@ -220,7 +220,7 @@ class PassLease:
         # the winner just wrote it: it is live unless it is us (never: our write was refused)
         return holder if holder.identity != self.identity else None
 
-    def acquire(self, wait_s: float = 0.0) -> "PassLease":
+    def acquire(self, wait_s: float = 0.0) -> PassLease:
         """Hold the Lease (waiting up to ``wait_s`` for a live holder to release it) and start renewing it."""
         start = self.clock()
         while True:
@@ -317,4 +317,5 @@ def _lease_transport(transport: Transport) -> Transport:
     base_url = getattr(transport, "base_url", None)
     if for_endpoint is None or not base_url:
         return transport
-    return for_endpoint(base_url)
+    lease_transport: Transport = for_endpoint(base_url)
+    return lease_transport

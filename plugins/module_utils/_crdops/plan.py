@@ -69,13 +69,13 @@ def _docs_of(item: Any, index: int) -> List[Tuple[Any, str]]:
         if not HAS_YAML:
             raise BadInputError("PyYAML is required to read target_manifests files")
         try:
-            with open(item, "r", encoding="utf-8") as f:
+            with open(item, encoding="utf-8") as f:
                 docs = list(yaml.safe_load_all(f))
         except OSError as exc:
-            raise BadInputError("cannot read target manifest %s: %s" % (item, exc.strerror or exc))
+            raise BadInputError("cannot read target manifest %s: %s" % (item, exc.strerror or exc)) from exc
         except yaml.YAMLError as exc:
-            raise BadInputError("target manifest %s is not valid YAML: %s" % (item, exc))
-        out = []
+            raise BadInputError("target manifest %s is not valid YAML: %s" % (item, exc)) from exc
+        out: List[Tuple[Any, str]] = []
         for i, d in enumerate(docs):
             if d is None:
                 continue  # empty document (e.g. trailing ---)

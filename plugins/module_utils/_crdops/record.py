@@ -70,7 +70,7 @@ class MigrationRecord:
         return self.rewritten + self.unchanged + self.gone + self.skipped_by_checkpoint + self.already_current
 
     @classmethod
-    def from_annotation(cls, text: str) -> "MigrationRecord":
+    def from_annotation(cls, text: str) -> MigrationRecord:
         data = json.loads(text)
         if not isinstance(data, dict):
             raise ValueError("record is not a JSON object")
@@ -87,7 +87,8 @@ class MigrationRecord:
         )
 
     def to_dict(self) -> Dict[str, Any]:
-        return json.loads(self.to_annotation())
+        data: Dict[str, Any] = json.loads(self.to_annotation())
+        return data
 
 
 @dataclass(frozen=True)
@@ -202,7 +203,8 @@ def _patch_annotations(transport: Transport, crd_name: str, annotations: Dict[st
                              content_type=MERGE_PATCH)
     if not resp.ok:
         raise error_from_response(resp, "PATCH CRD annotations", cluster=transport.cluster_label, crd=crd_name)
-    return resp.json()
+    patched: Dict[str, Any] = resp.json()
+    return patched
 
 
 def write_checkpoint(transport: Transport, crd_name: str, checkpoint: Checkpoint) -> None:

@@ -109,7 +109,8 @@ def _get_raw(transport: Transport, name: str) -> Dict[str, Any]:
     resp = transport.request("GET", crd_path(name))
     if not resp.ok:
         raise error_from_response(resp, "GET CRD", cluster=transport.cluster_label, crd=name)
-    return resp.json()
+    raw: Dict[str, Any] = resp.json()
+    return raw
 
 
 def _names(crd: Crd) -> List[str]:
@@ -369,6 +370,8 @@ def etcd_scanner(reader: Any) -> EtcdScanFn:
     """Adapt an ``etcd_scan.EtcdReader`` to the scan function the repair takes."""
 
     def scan(crd: Crd) -> Dict[str, Any]:
-        return reader.scan(crd.name, crd.group, crd.plural, "%s/%s" % (crd.group, crd.storage_version)).as_dict()
+        found: Dict[str, Any] = reader.scan(crd.name, crd.group, crd.plural,
+                                            "%s/%s" % (crd.group, crd.storage_version)).as_dict()
+        return found
 
     return scan

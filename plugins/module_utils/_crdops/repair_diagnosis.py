@@ -139,13 +139,13 @@ def _manifest_docs(path: str) -> List[Any]:
         raise BadInputError("PyYAML is required to read previous_manifests")
     try:
         # list elements are paths or inline dicts, so the option cannot be type=path: expand ~ here
-        with open(os.path.expanduser(path), "r", encoding="utf-8") as fh:
+        with open(os.path.expanduser(path), encoding="utf-8") as fh:
             docs = [d for d in yaml.safe_load_all(fh) if d is not None]
     except OSError as exc:
-        raise BadInputError("cannot read previous release manifest %s: %s" % (path, exc.strerror or exc))
+        raise BadInputError("cannot read previous release manifest %s: %s" % (path, exc.strerror or exc)) from exc
     except yaml.YAMLError as exc:
-        raise BadInputError("previous release manifest %s is not valid YAML: %s" % (path, exc))
-    out = []
+        raise BadInputError("previous release manifest %s is not valid YAML: %s" % (path, exc)) from exc
+    out: List[Dict[str, Any]] = []
     for d in docs:
         if isinstance(d, dict) and d.get("kind") == "List":
             out.extend(d.get("items") or [])

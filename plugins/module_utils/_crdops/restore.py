@@ -43,6 +43,7 @@ from .object_write import (  # noqa: F401 - outcome kinds and restore_object are
     Outcome,
     restore_object,
 )
+from .pace import GENTLE, PACE_MODES, PaceGate, pace_gate
 from .preflight import predict_rejections
 from .stop import StopSignal
 from .record import (
@@ -67,7 +68,8 @@ StopCheck = Callable[[], Optional[str]]  # why the pass must stop writing now (e
 @dataclass(frozen=True)
 class RestoreOptions:
     page_size: int = 500
-    workers: int = 8
+    workers: int = 8  # threads; with pace gentle the most writes in flight, with pace max always that many
+    pace: str = GENTLE  # gentle: writes in flight adapt to their latency (pace.py); max: always ``workers``
     max_failures: Optional[int] = None  # abort once failed > max_failures; None = never
     check_mode: bool = False
     write_record: bool = True
@@ -83,6 +85,8 @@ class RestoreOptions:
     def validate(self) -> None:
         at_least("page_size", self.page_size, 0, strict=True)
         at_least("workers", self.workers, 0, strict=True)
+        if self.pace not in PACE_MODES:
+            raise BadInputError("pace must be one of %s, got %r" % (", ".join(PACE_MODES), self.pace))
         at_least("max_failures", self.max_failures, 0)
         at_least("checkpoint_every", self.checkpoint_every, 0, strict=True)
         at_least("preflight_sample", self.preflight_sample, 0)
@@ -131,6 +135,7 @@ class CrdResult:
     barrier_revision: Optional[int] = None  # etcd revision read when the barrier passed (None: no skip rule)
     object_count: Optional[int] = None  # sample_only: the count the sample's LIST gave (remainingItemCount)
     sampled: bool = False  # sample_only: listed and planned only the first objects
+    pace: Optional[Dict[str, Any]] = None  # the limiter's state at the end (pace.py)
 
     @property
     def ok(self) -> bool:
@@ -156,7 +161,7 @@ class CrdResult:
             "managed_fields_rewritten": self.managed_fields_rewritten,
             "managed_fields_dropped": self.managed_fields_dropped,
             "objects_with_stale_managed_fields": self.objects_with_stale_managed_fields,
-            "managed_fields_only": self.managed_fields_only,
+            "managed_fields_only": self.managed_fields_only, "pace": self.pace,
         }
 
 
@@ -201,7 +206,7 @@ class _Page:
 
     __slots__ = ("refs", "futures", "last_key", "skipped", "covered", "current")
 
-    def __init__(self, refs: List[ObjectRef], futures: List["Future[Outcome]"], last_key: str, skipped: int) -> None:
+    def __init__(self, refs: List[ObjectRef], futures: List[Future[Outcome]], last_key: str, skipped: int) -> None:
         self.refs = refs
         self.futures = futures
         self.last_key = last_key
@@ -221,7 +226,8 @@ class RestorePass:
                  progress: Optional[ProgressFn] = None, clock: Callable[[], float] = time.monotonic,
                  now: Callable[[], str] = utc_now, managed_fields_only: bool = False,
                  stop_check: Optional[StopCheck] = None, stop: Optional[StopSignal] = None,
-                 barrier_revision: Optional[int] = None) -> None:
+                 barrier_revision: Optional[int] = None,
+                 pace: Optional[PaceGate] = None) -> None:
         self.transport = transport
         self.crd = crd
         self.options = options
@@ -239,6 +245,8 @@ class RestorePass:
         if not (options.check_mode or managed_fields_only):
             self.result.barrier_revision = barrier_revision
         self.stats = ListStats()
+        # how many writes are in flight (workers are threads; the gate decides how many of them write at once)
+        self.pace = pace if pace is not None else pace_gate(options.pace, options.workers)
         self.abort = threading.Event()
         self.abort_reasons: List[str] = []
         self.abort_kind: Optional[str] = None
@@ -420,18 +428,28 @@ class RestorePass:
             if reason:
                 self.stop(reason)   # reported as "[CRD ...] pass stopped: <reason>" for the cluster
                 return Outcome(NOT_ATTEMPTED)
+        started = self.pace.acquire(self.must_stop)
+        if started is None:
+            return Outcome(NOT_ATTEMPTED)
+        throttled_before = _throttled(self.transport)
         try:
-            outcome = restore_object(self.transport, self.crd, ref)
-        except CrdOpsError as exc:  # connection failure past the deadline
-            outcome = Outcome(FAILED, exc.with_context(crd=self.crd.name, obj=ref.key), stale_object=ref.stale is not None)
-        except Exception as exc:  # e.g. an exec credential plugin failing on token refresh: stop like our errors
-            err = unexpected(exc, "re-store write", cluster=self.transport.cluster_label, crd=self.crd.name,
-                             obj=ref.key)
-            outcome = Outcome(FAILED, err, stale_object=ref.stale is not None)
+            outcome = self.write(ref)
+        finally:
+            self.pace.release(started, throttled=_throttled(self.transport) > throttled_before)
         if outcome.error is not None and isinstance(outcome.error, FATAL_ERRORS):
             self.stop(str(outcome.error), outcome.error.kind)
         self.count_live()
         return outcome
+
+    def write(self, ref: ObjectRef) -> Outcome:
+        try:
+            return restore_object(self.transport, self.crd, ref)
+        except CrdOpsError as exc:  # connection failure past the deadline
+            return Outcome(FAILED, exc.with_context(crd=self.crd.name, obj=ref.key), stale_object=ref.stale is not None)
+        except Exception as exc:  # e.g. an exec credential plugin failing on token refresh: stop like our errors
+            err = unexpected(exc, "re-store write", cluster=self.transport.cluster_label, crd=self.crd.name,
+                             obj=ref.key)
+            return Outcome(FAILED, err, stale_object=ref.stale is not None)
 
     def count_live(self) -> None:
         """One more write answered; report progress from this worker when a second has passed since the last."""
@@ -545,7 +563,8 @@ class RestorePass:
                        "managed_fields_dropped": r.managed_fields_dropped,
                        "objects_with_stale_managed_fields": r.objects_with_stale_managed_fields,
                        "managed_fields_only": self.mf_only,
-                       "objects_per_s": round(self.done() / elapsed, 1), "check_mode": self.options.check_mode})
+                       "objects_per_s": round(self.done() / elapsed, 1), "check_mode": self.options.check_mode,
+                       "pace": self.pace.snapshot()})
 
     def finish(self) -> None:
         """Copy the listing's counters and the timing into the result; decide completeness."""
@@ -560,6 +579,7 @@ class RestorePass:
             r.aborted_reason = self.abort_reasons[0]
             r.aborted_kind = self.abort_kind or "stopped"
         r.complete = not self.abort.is_set()
+        r.pace = self.pace.snapshot()
 
     def write_record(self) -> None:
         """After a complete pass with zero failures, write the record that authorises a trim."""

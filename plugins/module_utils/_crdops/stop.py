@@ -19,7 +19,8 @@ import os
 import signal
 import threading
 import time
-from typing import Callable, List, Optional
+from types import FrameType
+from typing import Any, Callable, Dict, List, Optional
 
 StopListener = Callable[[str], None]
 
@@ -78,11 +79,11 @@ class Supervision:
         self._getppid = getppid
         self._parent = getppid() if watch_parent else None
         self._signalled: Optional[int] = None
-        self._previous: dict = {}
+        self._previous: Dict[int, Any] = {}
         self._done = threading.Event()
         self._thread: Optional[threading.Thread] = None
 
-    def __enter__(self) -> "Supervision":
+    def __enter__(self) -> Supervision:
         if threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGINT, signal.SIGTERM):
                 self._previous[signum] = signal.signal(signum, self._on_signal)
@@ -90,14 +91,14 @@ class Supervision:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._done.set()
         if self._thread is not None:
             self._thread.join()
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
 
-    def _on_signal(self, signum: int, frame) -> None:  # only a flag: see the module docstring
+    def _on_signal(self, signum: int, frame: Optional[FrameType]) -> None:  # only a flag: see the module docstring
         if self._signalled is None:
             self._signalled = signum
 

@@ -39,7 +39,7 @@ from .crd import Crd
 from .errors import CrdOpsError
 from .etcd_scan import EtcdSampler, RawValue, encoding_of, resource_prefix
 from .field_paths import count_into, diff_values
-from .transport import MERGE_PATCH, Transport, error_from_response, is_admission_rejection
+from .transport import MERGE_PATCH, ApiResponse, Transport, error_from_response, is_admission_rejection
 
 DEFAULT_SAMPLE = 20
 MAX_EXAMPLES = 3
@@ -72,7 +72,7 @@ class StorageDiff:
         self.skipped[why] = self.skipped.get(why, 0) + 1
 
     def as_dict(self) -> Dict[str, Any]:
-        out = {"checked": True, "reason": None}
+        out: Dict[str, Any] = {"checked": True, "reason": None}
         out.update({k: (dict(v) if isinstance(v, dict) else v) for k, v in self.__dict__.items()})
         out["key_count"] = self.keys  # documented name; "keys" shadows a dict method in Jinja (kept as alias)
         return out
@@ -102,7 +102,8 @@ class _Rejected(Exception):
     """Admission refused the dry-run of this object's write (the preflight reports that with its message)."""
 
 
-def _dry_run(transport: Transport, crd: Crd, ns: Optional[str], name: str, diff: StorageDiff):
+def _dry_run(transport: Transport, crd: Crd, ns: Optional[str], name: str,
+             diff: StorageDiff) -> Optional[ApiResponse]:
     resp = transport.request("PATCH", crd.resource_path(crd.storage_version, ns, name), query=[("dryRun", "All")],
                              body=b"{}", content_type=MERGE_PATCH)
     if resp.status == 403 and not is_admission_rejection(resp.api_message()):
@@ -114,7 +115,7 @@ def _dry_run(transport: Transport, crd: Crd, ns: Optional[str], name: str, diff:
 
 
 def _api_view(transport: Transport, crd: Crd, version: str, ns: Optional[str], name: str,
-              diff: StorageDiff) -> Optional[dict]:
+              diff: StorageDiff) -> Optional[Dict[str, Any]]:
     resp = None
     if diff.view == VIEW_DRY_RUN and version == crd.storage_version:
         resp = _dry_run(transport, crd, ns, name, diff)
@@ -126,15 +127,16 @@ def _api_view(transport: Transport, crd: Crd, version: str, ns: Optional[str], n
         raise error_from_response(resp, "reading the object at %s (storage diff)" % version,
                                   cluster=transport.cluster_label, crd=crd.name,
                                   obj="%s/%s" % (ns, name) if ns else name)
-    return resp.json()
+    view: Dict[str, Any] = resp.json()
+    return view
 
 
-def _same_revision(view: dict, raw: RawValue) -> bool:
+def _same_revision(view: Dict[str, Any], raw: RawValue) -> bool:
     return str((view.get("metadata") or {}).get("resourceVersion")) == str(raw.mod_revision)
 
 
 def _pair(transport: Transport, sampler: EtcdSampler, crd: Crd, raw: RawValue, ns: Optional[str],
-          name: str, diff: StorageDiff) -> Optional[Tuple[dict, dict, str]]:
+          name: str, diff: StorageDiff) -> Optional[Tuple[Dict[str, Any], Dict[str, Any], str]]:
     """(stored, served, stored version) of one object at one resourceVersion, or None (counted as skipped)."""
     for _attempt in range(2):  # the object may be written between the two reads: read etcd once more
         encoding = encoding_of(raw.value)
@@ -165,7 +167,8 @@ def _pair(transport: Transport, sampler: EtcdSampler, crd: Crd, raw: RawValue, n
     return None
 
 
-def _compare(diff: StorageDiff, crd: Crd, stored: dict, served: dict, stored_version: str, label: str) -> None:
+def _compare(diff: StorageDiff, crd: Crd, stored: Dict[str, Any], served: Dict[str, Any], stored_version: str,
+             label: str) -> None:
     added, removed, changed = diff_values(stored, served)
     diff.compared += 1
     if stored_version != crd.storage_version:
@@ -201,7 +204,8 @@ def diff_crd(transport: Transport, sampler: EtcdSampler, crd: Crd, etcd_prefix: 
             if pair is not None:
                 _compare(diff, crd, pair[0], pair[1], pair[2], label)
     except CrdOpsError as exc:
-        raise exc.with_context(cluster=transport.cluster_label, crd=crd.name)
+        exc.with_context(cluster=transport.cluster_label, crd=crd.name)
+        raise
     return diff
 
 

@@ -15,22 +15,21 @@ import json
 import random
 import threading
 import time
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Protocol, Sequence, Tuple
 
 try:
-    from typing import Protocol
-except ImportError:  # pragma: no cover - Python < 3.8
-    Protocol = object  # type: ignore[assignment,misc]
+    import orjson
 
-try:
-    import orjson as _orjson
+    HAS_ORJSON = True
 except ImportError:  # pragma: no cover - exercised when orjson is absent
-    _orjson = None
+    HAS_ORJSON = False
 
 try:
     from urllib3 import Timeout as _Urllib3Timeout
+
+    HAS_URLLIB3 = True
 except ImportError:  # pragma: no cover - urllib3 comes with the kubernetes library
-    _Urllib3Timeout = None
+    HAS_URLLIB3 = False
 
 from .errors import (
     AdmissionRejected,
@@ -50,14 +49,14 @@ ACCEPT_PARTIAL = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,a
 
 
 def loads(data: bytes) -> Any:
-    if _orjson is not None:
-        return _orjson.loads(data)
+    if HAS_ORJSON:
+        return orjson.loads(data)
     return json.loads(data)
 
 
 def dumps(obj: Any) -> bytes:
-    if _orjson is not None:
-        return _orjson.dumps(obj)
+    if HAS_ORJSON:
+        return orjson.dumps(obj)
     return json.dumps(obj, separators=(",", ":")).encode("utf-8")
 
 
@@ -135,7 +134,7 @@ def error_from_response(
     status = resp.status
     msg = resp.api_message()
     reason = resp.api_reason()
-    kw = dict(cluster=cluster, crd=crd, obj=obj, status=status, api_message=msg, reason=reason)
+    kw: Dict[str, Any] = dict(cluster=cluster, crd=crd, obj=obj, status=status, api_message=msg, reason=reason)
     if is_conversion_webhook_failure(resp):
         return ConversionWebhookError("%s failed: conversion webhook error" % what, **kw)
     if status == 401:
@@ -188,7 +187,7 @@ class RetryPolicy:
         self.max_retry_after = max_retry_after
 
     def backoff(self, attempt: int, rng: Callable[[], float] = random.random) -> float:
-        cap = min(self.max_delay, self.base_delay * (2 ** attempt))
+        cap: float = min(self.max_delay, self.base_delay * (2 ** attempt))
         return cap / 2.0 + rng() * cap / 2.0  # "equal jitter"
 
 
@@ -289,7 +288,7 @@ class HttpTransport:
     def __repr__(self) -> str:
         return "HttpTransport(cluster=%r, base_url=%r)" % (self.cluster_label, self.base_url)
 
-    def for_endpoint(self, base_url: str, new_connection_per_request: bool = False) -> "HttpTransport":
+    def for_endpoint(self, base_url: str, new_connection_per_request: bool = False) -> HttpTransport:
         """The same credentials and pool against another apiserver of the same cluster (HA).
 
         ``new_connection_per_request``: ask for ``Connection: close``, so that a load balancer in front of
@@ -328,7 +327,7 @@ class HttpTransport:
 
     def _request_timeout(self) -> Any:
         """urllib3 timeout: TCP/TLS connect bounded by connect_timeout, the read by ``timeout``."""
-        if self.connect_timeout is None or _Urllib3Timeout is None:
+        if self.connect_timeout is None or not HAS_URLLIB3:
             return self.timeout
         return _Urllib3Timeout(connect=min(self.connect_timeout, self.timeout), read=self.timeout)
 
@@ -354,6 +353,7 @@ class HttpTransport:
         start = self._clock()
         deadline = start + self.retry.deadline
         attempt = 0
+        delay: Optional[float]
         while True:
             if self.rate_limiter is not None:
                 self.rate_limiter.acquire()
@@ -371,7 +371,7 @@ class HttpTransport:
                 detail = "%s: %s" % (name, str(exc)[:300])
                 if "SSL" in name or "Certificate" in name:
                     raise ConnectionFailed("%s %s: TLS error" % (method, path), cluster=self.cluster_label,
-                                           api_message=detail)
+                                           api_message=detail) from exc
                 now = self._clock()
                 delay = self.retry.backoff(attempt, self._rng)
                 if not self._answered and self.connect_timeout is not None:
@@ -381,12 +381,12 @@ class HttpTransport:
                         raise ConnectionFailed(
                             "%s %s: cluster unreachable, no answer within connect_timeout %.0fs (%d attempts)"
                             % (method, path, self.connect_timeout, attempt + 1),
-                            cluster=self.cluster_label, api_message=detail)
+                            cluster=self.cluster_label, api_message=detail) from exc
                     delay = min(delay, left)
                 if now + delay > deadline:
                     raise ConnectionFailed(
                         "%s %s: connection failed after %d attempts / %.1fs" % (method, path, attempt + 1, now - start),
-                        cluster=self.cluster_label, api_message=detail)
+                        cluster=self.cluster_label, api_message=detail) from exc
                 self.stats.add(retries=1)
                 attempt += 1
                 self._sleep(delay)
@@ -395,7 +395,7 @@ class HttpTransport:
             resp = ApiResponse(raw.status, dict(raw.headers.items()) if hasattr(raw.headers, "items") else {},
                                raw.data or b"")
             status = resp.status
-            delay: Optional[float] = None
+            delay = None
             if status in RetryPolicy.RETRY_AFTER_STATUSES:
                 self.stats.add(throttled=1)
                 retry_after = _parse_retry_after(resp.header("Retry-After"))

@@ -100,7 +100,8 @@ def trim_stored_versions(
     try:
         after = compute_stored_versions(crd, versions)
     except RefusalError as exc:
-        raise refused(transport, crd, exc, check_mode, event_errors)
+        refused(transport, crd, exc, check_mode, event_errors)
+        raise
     before = list(crd.stored_versions)
     validation: RecordValidation = validate_record(crd)
     result = TrimResult(name=crd.name, storage_version=crd.storage_version, before=before, after=after,

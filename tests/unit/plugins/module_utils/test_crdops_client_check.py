@@ -75,7 +75,7 @@ def test_check_crd_applies_each_manager_fields_dry_run_and_names_the_failure():
     assert (failure.obj, failure.manager, failure.operation, failure.status) == ("a/stale-1", "argocd", "Apply", 500)
     assert "request to convert CR to an invalid group/version: %s/v1alpha1" % GROUP in failure.message
     assert "a/stale-1" in result.summary() and "HTTP 500" in result.summary()
-    for path, query, body in fake.applies:
+    for _path, query, body in fake.applies:
         assert query == {"dryRun": "All", "fieldManager": query["fieldManager"]}  # never force, always dry-run
         assert "managedFields" not in body["metadata"] and "resourceVersion" not in body["metadata"]
     by_manager = {(p.split("/")[-1], q["fieldManager"]): (p, b) for p, q, b in fake.applies}

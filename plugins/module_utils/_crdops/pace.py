@@ -1,0 +1,208 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# PRIVATE: for internal use by crdops.migration only; may change in any release
+"""How many re-store writes may be in flight, learned from the writes' own latency (``pace: gentle``).
+
+A gradient limiter: the writes are measured in windows; each window's median latency is compared with the
+idle baseline (the lowest window median of the last minute). Above ``tolerance`` times the baseline the limit
+is cut in proportion to how far above it is (at most halved per window); at or below, it grows by one. A
+throttled answer (429/503) halves it at once, once per window. Every ``probe_every`` seconds one window runs
+with a single write in flight, so the baseline is re-measured at the lowest load this client can offer instead
+of drifting up with the load it causes (BBR's ProbeRTT). docs/how-it-works.md says why this and not AIMD.
+
+``pace: max`` measures the same way but never moves the limit from ``workers`` (the full-speed behaviour of
+a maintenance window). Both modes are bounded by the transport's ``max_qps``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from statistics import median
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+
+GENTLE = "gentle"
+MAX = "max"
+PACE_MODES = (GENTLE, MAX)
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class PaceSettings:
+    tolerance: float = 1.5  # a window median up to this many times the baseline (plus slack) is not congestion
+    slack: float = 0.0005  # seconds: below a millisecond or so, a rise is this process's own scheduling noise
+    min_window: int = 8  # samples per window; a window is also at least 2 samples per permit
+    baseline_age: float = 60.0  # seconds a window median stays a baseline candidate
+    probe_every: float = 15.0  # seconds between windows run at one write in flight
+    initial_limit: float = 1.0  # the first window is the first idle measurement
+    max_cut: float = 0.5  # a window never cuts the limit below this fraction
+
+
+class GradientLimiter:
+    """The limit and what it was learned from. Not thread-safe: :class:`PaceGate` calls it under its lock."""
+
+    def __init__(self, max_limit: int, adaptive: bool = True, settings: PaceSettings = PaceSettings(),
+                 clock: Clock = time.monotonic) -> None:
+        self.max_limit = max(1, int(max_limit))
+        self.adaptive = adaptive
+        self.settings = settings
+        self.clock = clock
+        self.limit = float(self.max_limit) if not adaptive else min(float(self.max_limit), settings.initial_limit)
+        self.min_seen = self.limit
+        self.max_seen = self.limit
+        self.baseline: Optional[float] = None
+        self.latency: Optional[float] = None  # median of the last window
+        self.backoffs = 0  # cuts of the limit (latency windows and throttled answers) that lowered it
+        self.throttle_backoffs = 0  # throttled answers acted on (once per window), also at a limit of one
+        self.windows = 0
+        self.congested = 0  # windows over the target latency
+        self.probes = 0
+        self._samples: List[float] = []
+        self._history: Deque[Tuple[float, float]] = deque()  # (end time, window median)
+        self._cut_in_window = False
+        self._probe_since: Optional[float] = None  # a probe window counts writes started after this
+        self._last_probe = clock()
+
+    @property
+    def permits(self) -> int:
+        """Writes allowed in flight now: the limit rounded down, one during a probe window, never below one."""
+        if self._probe_since is not None:
+            return 1
+        return max(1, int(self.limit))
+
+    def window_size(self) -> int:
+        return max(self.settings.min_window, 2 * self.permits)
+
+    def on_sample(self, started: float, latency: float) -> None:
+        """One write answered without throttling, ``latency`` seconds after it ``started``."""
+        if self._probe_since is not None and started < self._probe_since:
+            return  # started at the higher limit before the probe: not an idle measurement
+        self._samples.append(max(0.0, latency))
+        if len(self._samples) >= self.window_size():
+            self._close_window()
+
+    def on_throttled(self) -> None:
+        """A 429/503 answer: the server's own congestion signal. Halve the limit, once per window."""
+        if not self.adaptive or self._cut_in_window:
+            return
+        self._cut_in_window = True
+        if self.limit > 1.0:
+            self.backoffs += 1
+        self.throttle_backoffs += 1
+        self._set_limit(self.limit / 2.0)
+
+    def _close_window(self) -> None:
+        now = self.clock()
+        p50 = median(self._samples)
+        self._samples = []
+        self.windows += 1
+        self.latency = p50
+        self._remember(now, p50)
+        if self._probe_since is not None:
+            self._probe_since = None
+            self._last_probe = now
+        if self.adaptive and not self._cut_in_window:
+            self._adjust(p50)
+        self._cut_in_window = False
+        if self.adaptive and now - self._last_probe >= self.settings.probe_every:
+            self._probe_since = now
+            self.probes += 1
+
+    def _remember(self, now: float, p50: float) -> None:
+        """Keep the window medians of the last ``baseline_age`` seconds (always the latest); baseline = lowest."""
+        self._history.append((now, p50))
+        while len(self._history) > 1 and now - self._history[0][0] > self.settings.baseline_age:
+            self._history.popleft()
+        self.baseline = min(m for _t, m in self._history)
+
+    def _adjust(self, p50: float) -> None:
+        target = (self.baseline or 0.0) * self.settings.tolerance + self.settings.slack
+        if p50 > target:
+            self.congested += 1
+            if self.limit > 1.0:  # at one write in flight there is nothing left to cut
+                self.backoffs += 1
+            self._set_limit(self.limit * max(self.settings.max_cut, target / p50))
+        else:
+            self._set_limit(self.limit + 1.0)
+
+    def _set_limit(self, value: float) -> None:
+        self.limit = min(float(self.max_limit), max(1.0, value))
+        self.min_seen = min(self.min_seen, self.limit)
+        self.max_seen = max(self.max_seen, self.limit)
+
+    def snapshot(self) -> Dict[str, Any]:
+        return {"mode": GENTLE if self.adaptive else MAX, "limit": self.permits, "final_limit": int(self.limit),
+                "min_limit": int(self.min_seen), "max_limit_reached": int(self.max_seen), "workers": self.max_limit,
+                "baseline_ms": _ms(self.baseline), "latency_ms": _ms(self.latency), "backoffs": self.backoffs,
+                "throttle_backoffs": self.throttle_backoffs, "windows": self.windows,
+                "congested_windows": self.congested, "probes": self.probes}
+
+
+def _ms(seconds: Optional[float]) -> Optional[float]:
+    return None if seconds is None else round(seconds * 1000.0, 2)
+
+
+class PaceGate:
+    """A semaphore whose number of permits the limiter sets: it bounds the writes in flight, not only their
+    spacing. A lower limit takes effect as writes in flight finish; none is interrupted."""
+
+    def __init__(self, limiter: GradientLimiter, clock: Clock = time.monotonic, poll: float = 0.2) -> None:
+        self.limiter = limiter
+        self.clock = clock
+        self.poll = poll
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self._cond = threading.Condition()
+
+    def acquire(self, give_up: Callable[[], bool]) -> Optional[float]:
+        """Wait for a permit; the start time of the write, or None when ``give_up()`` says the pass stopped."""
+        with self._cond:
+            while self.in_flight >= self.limiter.permits:
+                if give_up():
+                    return None
+                self._cond.wait(self.poll)
+            if give_up():
+                return None
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            return self.clock()
+
+    def release(self, started: float, throttled: bool = False) -> None:
+        """The write that ``started`` is answered; a throttled one is congestion, not a latency sample."""
+        ended = self.clock()
+        with self._cond:
+            self.in_flight -= 1
+            if throttled:
+                self.limiter.on_throttled()
+            else:
+                self.limiter.on_sample(started, ended - started)
+            self._cond.notify_all()
+
+    def snapshot(self) -> Dict[str, Any]:
+        with self._cond:
+            snap = self.limiter.snapshot()
+            snap["peak_in_flight"] = self.peak_in_flight
+            return snap
+
+
+def pace_gate(mode: str, workers: int, clock: Clock = time.monotonic,
+              settings: PaceSettings = PaceSettings()) -> PaceGate:
+    """The gate of one pass: adaptive for ``gentle``, fixed at ``workers`` for ``max``."""
+    return PaceGate(GradientLimiter(workers, adaptive=(mode == GENTLE), settings=settings, clock=clock), clock=clock)
+
+
+def describe(snap: Optional[Dict[str, Any]]) -> str:
+    """The pace part of a progress line, e.g. ``pace gentle 3/8 in flight, write p50 4.1 ms (idle 2.0 ms)``."""
+    if not snap:
+        return ""
+    text = "pace %s %s/%s in flight" % (snap.get("mode"), snap.get("limit"), snap.get("workers"))
+    if snap.get("latency_ms") is not None:
+        text += ", write p50 %.1f ms (idle %.1f ms)" % (snap["latency_ms"], snap.get("baseline_ms") or 0.0)
+    if snap.get("backoffs"):
+        text += ", %d backoffs" % int(snap["backoffs"])
+    return text

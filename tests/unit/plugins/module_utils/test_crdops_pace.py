@@ -1,0 +1,250 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The adaptive pace: the limiter on a fake clock and latency sequence, the gate under threads, the pass with it."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.follow import progress_line
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.pace import (
+    GradientLimiter, PaceGate, PaceSettings, describe, pace_gate)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import (
+    RestoreOptions, RestorePass, migrate_crd)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
+from tests.unit.crdops_fakes import FakeCluster, status
+
+NAME = "crontabs.stable.example.com"
+
+
+class FakeClock(object):
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def feed(lim, clock, latency_s, windows=1):
+    """Answer ``windows`` full windows of writes, each taking ``latency_s``; 10 ms of fake time per write."""
+    for _window in range(windows):
+        for _write in range(lim.window_size()):
+            clock.t += 0.01
+            lim.on_sample(clock.t - latency_s, latency_s)
+
+
+def limiter(workers=8, adaptive=True, **kw):
+    clock = FakeClock()
+    kw.setdefault("probe_every", 1e9)  # probes only where a test asks for them
+    return GradientLimiter(workers, adaptive=adaptive, settings=PaceSettings(**kw), clock=clock), clock
+
+
+def test_starts_at_one_learns_the_idle_latency_and_grows_by_one_per_window_up_to_workers_never_above():
+    lim, clock = limiter(workers=8)
+    assert lim.permits == 1 and lim.window_size() == 8
+    feed(lim, clock, 0.002)
+    assert lim.baseline == pytest.approx(0.002) and lim.permits == 2
+    feed(lim, clock, 0.002, windows=5)
+    assert lim.permits == 7 and lim.window_size() == 14  # two samples per permit
+    feed(lim, clock, 0.002, windows=20)
+    assert lim.permits == 8 and lim.limit == 8.0 and lim.backoffs == 0
+    # within the tolerance (1.5 x baseline) is not congestion
+    feed(lim, clock, 0.0029, windows=3)
+    assert lim.permits == 8 and lim.backoffs == 0
+
+
+def test_rising_latency_cuts_in_proportion_at_most_half_a_window_and_never_below_one():
+    lim, clock = limiter(workers=8)
+    feed(lim, clock, 0.010, windows=10)
+    assert lim.permits == 8
+    feed(lim, clock, 0.020)  # 2x the baseline: target 15.5 ms (1.5 x 10 ms + 0.5 ms slack) / 20 ms
+    assert lim.limit == pytest.approx(6.2) and lim.permits == 6 and lim.backoffs == 1
+    feed(lim, clock, 0.100)  # 10x: the cut stops at half
+    assert lim.limit == pytest.approx(3.1) and lim.backoffs == 2
+    feed(lim, clock, 0.500, windows=10)
+    assert lim.limit == 1.0 and lim.permits == 1 and lim.min_seen == 1.0
+    assert lim.baseline == pytest.approx(0.010)  # congestion does not become the baseline within a minute
+
+
+def test_recovers_when_the_latency_falls_back():
+    lim, clock = limiter(workers=6)
+    feed(lim, clock, 0.005, windows=8)
+    feed(lim, clock, 0.050, windows=4)
+    assert lim.permits == 1
+    feed(lim, clock, 0.005, windows=3)
+    assert lim.permits == 4
+    feed(lim, clock, 0.005, windows=5)
+    assert lim.permits == 6 and lim.max_seen == 6.0
+
+
+def test_a_throttled_answer_halves_the_limit_once_per_window_and_never_below_one():
+    lim, clock = limiter(workers=8, initial_limit=8.0)
+    lim.on_throttled()
+    assert lim.limit == 4.0 and lim.backoffs == 1 and lim.throttle_backoffs == 1
+    lim.on_throttled()  # the same congestion episode
+    assert lim.limit == 4.0 and lim.throttle_backoffs == 1
+    feed(lim, clock, 0.002)  # the window closes without a latency move: it was cut already
+    assert lim.limit == 4.0
+    seen = []
+    for _window in range(3):
+        lim.on_throttled()
+        seen.append(lim.limit)
+        lim._cut_in_window = False  # the next window (closing it with samples would also grow the limit)
+    assert seen == [2.0, 1.0, 1.0] and lim.min_seen == 1.0 and lim.throttle_backoffs == 4
+
+
+def test_max_mode_measures_but_never_moves_the_limit():
+    lim, clock = limiter(workers=8, adaptive=False)
+    assert lim.permits == 8
+    feed(lim, clock, 0.002, windows=3)
+    feed(lim, clock, 0.200, windows=3)
+    lim.on_throttled()
+    assert lim.permits == 8 and lim.backoffs == 0
+    snap = lim.snapshot()
+    assert snap["mode"] == "max" and snap["baseline_ms"] == 2.0 and snap["latency_ms"] == 200.0
+    assert (snap["final_limit"], snap["min_limit"]) == (8, 8)
+
+
+def test_a_probe_window_runs_one_write_in_flight_ignores_earlier_writes_and_refreshes_the_baseline():
+    lim, clock = limiter(workers=4, probe_every=15.0, baseline_age=60.0)
+    feed(lim, clock, 0.002, windows=5)
+    assert lim.permits == 4
+    clock.t += 15.0
+    feed(lim, clock, 0.002)  # this window ends past probe_every: the next one is a probe
+    assert lim.permits == 1 and lim.probes == 1
+    probe_start = clock.t
+    lim.on_sample(probe_start - 1.0, 5.0)  # started before the probe at four in flight: not counted
+    assert lim._samples == []
+    feed(lim, clock, 0.002)
+    assert lim.permits == 4  # back to the limit it had
+    # a cluster that got slower for good: after a minute the old idle latency is forgotten
+    clock.t += 61.0
+    feed(lim, clock, 0.006)
+    assert lim.baseline == pytest.approx(0.006)
+
+
+def test_the_gate_bounds_writes_in_flight_follows_a_lower_limit_and_gives_up_on_stop():
+    lim = GradientLimiter(8, adaptive=True, settings=PaceSettings(initial_limit=3.0, probe_every=1e9))
+    gate = PaceGate(lim, poll=0.01)
+    active, peak, lock = [0], [0], threading.Lock()
+
+    def one():
+        started = gate.acquire(lambda: False)
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.01)
+        with lock:
+            active[0] -= 1
+        gate.release(started)
+
+    threads = [threading.Thread(target=one) for _thread in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(5)
+    assert peak[0] <= 4 and gate.peak_in_flight <= 4 and gate.in_flight == 0  # 3, then 4 after one window
+    lim.limit = 1.0
+    first = gate.acquire(lambda: False)
+    stopped = threading.Event()
+    out = []
+    waiter = threading.Thread(target=lambda: out.append(gate.acquire(stopped.is_set)))
+    waiter.start()
+    time.sleep(0.05)
+    assert out == []  # one permit, taken
+    stopped.set()
+    waiter.join(2)
+    assert out == [None] and gate.in_flight == 1
+    gate.release(first, throttled=True)
+    assert gate.in_flight == 0 and lim.throttle_backoffs == 1 and lim.limit == 1.0
+
+
+def slow_cluster(n, per_in_flight=0.004, throttle_first=0, base=0.0):
+    """A fake apiserver whose write latency grows with the writes in flight (queueing), optionally 429 first."""
+    c = FakeCluster()
+    c.add_crd()
+    c.add_objects(NAME, n, namespaces=("a",))
+    state = {"in": 0, "peak": 0, "throttles": throttle_first}
+    lock = threading.Lock()
+
+    class Stats(object):
+        throttled = 0
+
+        def snapshot(self):
+            return {"throttled": self.throttled}
+
+    c.stats = Stats()
+
+    def hook(method, path, _q, _body):
+        if method != "PATCH" or "/customresourcedefinitions/" in path:
+            return None
+        with lock:
+            if state["throttles"] > 0:
+                state["throttles"] -= 1
+                c.stats.throttled += 1  # the transport counts a 429 it retried, then answers the retry
+            state["in"] += 1
+            state["peak"] = max(state["peak"], state["in"])
+            delay = base + per_in_flight * state["in"]
+        time.sleep(delay)
+        with lock:
+            state["in"] -= 1
+        return None
+
+    c.hooks.append(hook)
+    return c, state
+
+
+def test_a_gentle_pass_backs_off_when_its_writes_queue_and_counts_stay_exact():
+    c, state = slow_cluster(400)
+    gate = pace_gate("gentle", 8, settings=PaceSettings(tolerance=1.5, probe_every=1e9))
+    result = RestorePass(c, get_crd(c, NAME), RestoreOptions(page_size=100, workers=8), pace=gate).run()
+    assert (result.listed, result.rewritten, result.failed, result.complete) == (400, 400, 0, True)
+    pace = result.pace
+    assert pace["mode"] == "gentle" and pace["workers"] == 8
+    # latency grows by the baseline with every write in flight: 1.5x the baseline allows one, maybe two
+    assert state["peak"] <= 3 and pace["peak_in_flight"] <= 3 and pace["backoffs"] >= 1
+    assert 1 <= pace["final_limit"] <= 2 and pace["baseline_ms"] >= 3.5
+
+
+def test_a_max_pass_keeps_every_worker_writing():
+    c, state = slow_cluster(200, per_in_flight=0.001)
+    result = migrate_crd(c, get_crd(c, NAME), RestoreOptions(page_size=100, workers=8, pace="max"))
+    assert (result.listed, result.rewritten, result.failed) == (200, 200, 0)
+    assert result.pace["mode"] == "max" and result.pace["final_limit"] == 8 and result.pace["backoffs"] == 0
+    assert state["peak"] == 8
+
+
+def test_a_throttled_write_halves_the_pass_limit():
+    c, _state = slow_cluster(300, per_in_flight=0.0, throttle_first=1, base=0.005)
+    gate = pace_gate("gentle", 8, settings=PaceSettings(initial_limit=8.0, probe_every=1e9))
+    result = RestorePass(c, get_crd(c, NAME), RestoreOptions(page_size=100, workers=8), pace=gate).run()
+    assert result.rewritten == 300 and result.pace["throttle_backoffs"] == 1 and result.pace["min_limit"] == 4
+
+
+def test_pace_is_validated_reported_in_the_result_and_in_the_progress_line():
+    with pytest.raises(BadInputError, match="pace must be one of gentle, max"):
+        RestoreOptions(pace="fast").validate()
+    c = FakeCluster()
+    c.add_crd()
+    c.add_objects(NAME, 5, namespaces=("a",))
+    seen = []
+    result = migrate_crd(c, get_crd(c, NAME), RestoreOptions(), progress=seen.append)
+    assert result.to_dict()["pace"]["mode"] == "gentle" and seen[-1]["pace"]["mode"] == "gentle"
+    line = progress_line({"crds_done": 0, "crds_total": 1, "current": seen[-1]}, 5)
+    assert "; pace gentle 1/8 in flight" in line
+    snap = {"mode": "gentle", "limit": 3, "workers": 8, "latency_ms": 4.14, "baseline_ms": 2.0, "backoffs": 2}
+    assert describe(snap) == "pace gentle 3/8 in flight, write p50 4.1 ms (idle 2.0 ms), 2 backoffs"
+    assert describe(None) == ""
+
+
+def test_a_stopped_pass_does_not_wait_for_a_permit():
+    c, _state = slow_cluster(50, per_in_flight=0.002)
+    c.hooks.insert(0, lambda m, p, _q, _b: status(403, "forbidden", "Forbidden") if m == "PATCH" and
+                   "/customresourcedefinitions/" not in p else None)
+    result = migrate_crd(c, get_crd(c, NAME), RestoreOptions(page_size=50, workers=8))
+    assert result.complete is False and result.aborted_kind == "permission"
+    assert result.failed + result.not_attempted == 50
