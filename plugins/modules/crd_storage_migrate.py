@@ -553,13 +553,13 @@ class Migrate(Job):
         p = self.params
         self.options = RunOptions(
             restore=RestoreOptions(page_size=p["page_size"], workers=p["workers"], pace=p["pace"],
-                                   max_failures=p["max_failures"],
-                                   check_mode=self.check_mode, write_record=p["write_record"],
-                                   use_checkpoint=p["resume"], preflight_sample=p["preflight_sample"],
-                                   sample_only=p["sample_only"], should_stop=self.heartbeat()),
+                                   max_failures=p["max_failures"], check_mode=self.check_mode,
+                                   write_record=p["write_record"], use_checkpoint=p["resume"],
+                                   preflight_sample=p["preflight_sample"], sample_only=p["sample_only"],
+                                   should_stop=self.heartbeat()),
             force=p["force"], require_record=tuple(p["require_record"]),
             barrier_timeout=p["barrier_timeout"], barrier_settle=p["barrier_settle"],
-            lease_namespace=p["lease_namespace"], lease_wait=max(p["lease_wait"], 0.0), stop=self.stop)
+            lease_namespace=p["lease_namespace"], lease_wait=p["lease_wait"], stop=self.stop)
         self.options.validate()
 
     def transport_options(self):

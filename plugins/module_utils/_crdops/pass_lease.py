@@ -222,6 +222,7 @@ class PassLease:
 
     def acquire(self, wait_s: float = 0.0) -> PassLease:
         """Hold the Lease (waiting up to ``wait_s`` for a live holder to release it) and start renewing it."""
+        wait_s = max(wait_s, 0.0)  # a negative wait is no wait, like 0: fail at once
         start = self.clock()
         while True:
             holder = self.try_acquire()

@@ -80,13 +80,14 @@ def test_a_live_holder_keeps_a_second_run_out_and_it_fails_naming_the_holder():
     assert c.leases[KEY]["spec"]["holderIdentity"] == "crdops@host-a/pid-1/aaaa"
 
 
-def test_lease_wait_zero_fails_at_once():
+@pytest.mark.parametrize("wait", [0, -5])
+def test_lease_wait_zero_or_negative_fails_at_once(wait):
     c = cluster()
     lease(c, "run-a").acquire(0)
     clock = Clock()
-    with pytest.raises(LeaseHeldError):
-        lease(c, "run-b", clock).acquire(0)
-    assert clock.t == 100.0
+    with pytest.raises(LeaseHeldError) as err:
+        lease(c, "run-b", clock).acquire(wait)
+    assert clock.t == 100.0 and "(lease_wait 0)" in str(err.value)
 
 
 def test_a_lease_not_renewed_for_its_duration_is_taken_over():
