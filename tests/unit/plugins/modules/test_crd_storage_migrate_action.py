@@ -85,3 +85,22 @@ def test_bad_args_fail_before_anything_runs_and_secrets_are_masked():
     assert "s3cr3t-token" in no_log and any("workers" in e for e in errors)
     res = action.redact(dict(msg="token s3cr3t-token"), no_log)
     assert "s3cr3t-token" not in res["msg"]
+
+
+def test_bad_args_on_the_controller_are_a_bad_input_failure_with_the_secret_masked(monkeypatch):
+    monkeypatch.setattr(action, "migrate", lambda *a, **k: pytest.fail("the pass must not start"))
+    res = make(args={"names": [NAME], "api_key": "s3cr3t-token", "workers": "many"}).run(task_vars={})
+    assert res["failed"] and res["error"]["kind"] == "bad_input" and "workers" in res["msg"]
+    assert "s3cr3t-token" not in str(res)
+
+
+def test_a_stopped_run_fails_as_stopped_even_when_the_pass_said_nothing(monkeypatch):
+    def fake_migrate(params, check_mode, warn, stop=None, follower=None):
+        stop.request("stopped - time_limit of 1 s reached")
+        return dict(changed=False, cluster="c1", crds=[])
+
+    monkeypatch.setattr(action, "migrate", fake_migrate)
+    params, _no_log, _errors = validate_args(argument_spec(OPTIONS), {"names": [NAME], "progress_interval": 0})
+    res = make().run_here(params, "cluster-a")
+    assert res["failed"] and res["error"]["kind"] == "stopped" and res["error"]["msg"] == res["msg"]
+    assert res["msg"].startswith("cluster c1: stopped - time_limit of 1 s reached: no write was started after it")
