@@ -194,7 +194,12 @@ class Job:
         pass
 
     def transport_options(self):
-        return TransportOptions(pool_size=2, connect_timeout=self.params.get("connect_timeout"))
+        """From the options of the same names wherever a module has them: a pool for ``workers`` writers plus
+        two (else two), ``retry_deadline``, ``max_qps``; ``connect_timeout`` is everyone's (AUTH_ARG_SPEC)."""
+        p = self.params
+        return TransportOptions(pool_size=p["workers"] + 2 if "workers" in p else 2,
+                                retry_deadline=p.get("retry_deadline", 120.0), max_qps=p.get("max_qps"),
+                                connect_timeout=p.get("connect_timeout"))
 
     def run(self, transport, crds):
         raise NotImplementedError

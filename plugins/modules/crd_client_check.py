@@ -156,7 +156,6 @@ cluster:
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import Job, argument_spec, run_module
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.client_check import (
     ClientCheckOptions, check_crd, post_outcome)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.connection import TransportOptions
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import OutcomeError
 
 OPTIONS = dict(
@@ -180,10 +179,6 @@ class ClientCheck(Job):
                                           page_size=p["page_size"], probe_manager=p["probe_manager"])
         self.options.validate()
         self.checks = []
-
-    def transport_options(self):
-        return TransportOptions(pool_size=2, retry_deadline=self.params["retry_deadline"],
-                                connect_timeout=self.params.get("connect_timeout"))
 
     def run(self, transport, crds):
         o = self.options

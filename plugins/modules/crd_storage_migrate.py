@@ -460,7 +460,6 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue impo
     CrdOpsModule, Job, argument_spec, execute, restated)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.apiservers import (
     BarrierRefusedError, plan_barrier)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.connection import TransportOptions
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import OutcomeError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.heartbeat import Heartbeat
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (
@@ -561,11 +560,6 @@ class Migrate(Job):
             barrier_timeout=p["barrier_timeout"], barrier_settle=p["barrier_settle"],
             lease_namespace=p["lease_namespace"], lease_wait=p["lease_wait"], stop=self.stop)
         self.options.validate()
-
-    def transport_options(self):
-        p = self.params
-        return TransportOptions(pool_size=p["workers"] + 2, retry_deadline=p["retry_deadline"],
-                                max_qps=p["max_qps"], connect_timeout=p.get("connect_timeout"))
 
     def run(self, transport, crds):
         progress = ProgressFile(self.params["progress_file"], transport.cluster_label, self.check_mode, self.warn)

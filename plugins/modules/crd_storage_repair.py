@@ -176,7 +176,6 @@ cluster:
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import (
     ETCD_ARG_SPEC, Job, argument_spec, run_module)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.connection import TransportOptions
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import EtcdReader
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair import (
     RepairOptions, etcd_scanner, repair_crd)
@@ -207,11 +206,6 @@ class Repair(Job):
                                    preflight_sample=0))
         self.options.validate()
         self.require_etcd_client()
-
-    def transport_options(self):
-        p = self.params
-        return TransportOptions(pool_size=p["workers"] + 2, retry_deadline=p["retry_deadline"],
-                                max_qps=p["max_qps"], connect_timeout=p.get("connect_timeout"))
 
     def run(self, transport, crds):
         reader = self.etcd(EtcdReader)
