@@ -112,9 +112,12 @@ class Bench:
         return {"all": {"hosts": {"bench": dict(ansible_connection="local",
                                                 ansible_python_interpreter=sys.executable, **hostvars)}}}
 
-    def ansible(self, group: str, workers: int, ready=NOTHING, force: bool = False) -> dict:
-        """One crdops.migration.crd_storage_migrate task, as users run it (wall clock incl. Ansible start-up)."""
-        task = dict(self.migrator.engine_auth(), names=[data.crd_name(group)], workers=workers, force=force)
+    def ansible(self, group: str, workers: int | None, ready=NOTHING, force: bool = False) -> dict:
+        """One crdops.migration.crd_storage_migrate task, as users run it (wall clock incl. Ansible start-up);
+        workers None: the module's default."""
+        task = dict(self.migrator.engine_auth(), names=[data.crd_name(group)], force=force)
+        if workers:
+            task["workers"] = workers
         play = [{"name": "bench", "hosts": "all", "gather_facts": False,
                  "tasks": [{"name": "migrate", "crdops.migration.crd_storage_migrate": task}]}]
         ready()

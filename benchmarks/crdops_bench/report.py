@@ -63,6 +63,10 @@ def role_table(raw: list) -> str:
         lines.append(f"| {n:,} | {fmt(e2e)} | {fmt(restore)} | {fmt(div(e2e, restore))} | "
                      f"{fmt(med(raw, 'role', 'role', n, 'readability_s'))} | {fmt(med(raw, 'role', 'role', n, 'fixed_s'))} | "
                      f"{fmt(again)} | {fmt(div(again, e2e), 3)} | {len(rs)} | {verified(rs + rows(raw, 'role', 'role-rerun', n))} |")
+    for n in sorted({r["n"] for r in raw if r["suite"] == "role" and r["contender"] == "module"}):
+        first, again = med(raw, "role", "module", n), med(raw, "role", "module-rerun", n)
+        lines.append(f"\ncrd_storage_migrate in a playbook @ {n:,}: first {fmt(first)} s, rerun {fmt(again)} s, "
+                     f"rerun ÷ first {fmt(div(again, first), 3)} ({verified(rows(raw, 'role', 'module', n))}).")
     return "\n".join(lines)
 
 
