@@ -83,7 +83,7 @@ def execute(run: Run) -> None:
     args = run.args
     workdir = Path(tempfile.mkdtemp(prefix="crdops-bench-"))
     print(f"# workdir {workdir}; suites {args.suites}; reps {args.reps}", flush=True)
-    run.bench = Bench(workdir, kubectl="kubectl" not in args.skip)
+    run.bench = Bench(workdir, kubectl="kubectl" not in args.skip, kcm="in-tree" not in args.skip)
     try:
         svm_version, run.svm_info = discover_svm(run.bench.kube)
         runner = run.runner = Runner(run.bench, args, svm_version)
