@@ -90,6 +90,7 @@ class InTree:
             time.sleep(POLL)
         t1 = time.monotonic()
         return {"seconds": t1 - t0, "t0": t0, "t1": t1, "active_seconds": t1 - (t_running or t0),
+                "t_running": t_running or t0,
                 "note": "" if state == "Succeeded" else f"SVM {state}: {note}"}
 
     def migrate(self, group: str, ready=lambda: None) -> dict:

@@ -71,7 +71,10 @@ class Runner:
         if name in ("ours-gentle", "ours-max"):
             return b.engine(group, {"pace": name.split("-")[1]}, ready)
         if name == "in-tree":
-            return self.intree.migrate(group, ready)
+            # the work alone: from Running (set once the GC-cache check passed) to Succeeded; the wait before
+            # it is kept as wait_s (the controller's, not the apiserver's: nothing is sent but LISTs)
+            out = self.intree.migrate(group, ready)
+            return dict(out, seconds=out["active_seconds"], t0=out["t_running"], wait_s=out["t_running"] - out["t0"])
         return b.kubectl_replace(group, ready)
 
     def gentle(self, n: int, reps: int) -> None:
