@@ -20,7 +20,9 @@ import urllib3
 from . import REPO, data, engine, identities
 from .children import run_child
 
-NOTHING = lambda: None  # noqa: E731  (the default `ready`)
+
+def nothing() -> None:
+    """The default `ready`: nothing to wait for."""
 
 
 def callback_json(stdout: str) -> dict:
@@ -84,20 +86,20 @@ class Bench:
         data.drop(self.kube, self.cluster.etcd_url, group)
 
     # ---- contenders ------------------------------------------------------------------------------
-    def ceiling(self, group: str, workers: int, ready=NOTHING) -> dict:
+    def ceiling(self, group: str, workers: int, ready=nothing) -> dict:
         ready()
         out = run_child("ceiling", {"collections": self.collections, "server": self.cluster.server,
                                     "ca": self.migrator.ca_cert, "token": self.migrator.token,
                                     "group": group, "plural": data.PLURAL, "workers": workers})
         return dict(out, note=f"bad={out['bad']}" if out["bad"] else "")
 
-    def engine(self, group: str, options: dict, ready=NOTHING, profile=None) -> dict:
+    def engine(self, group: str, options: dict, ready=nothing, profile=None) -> dict:
         ready()
         out = run_child("engine", {"collections": self.collections, "auth": self.migrator.engine_auth(),
                                    "crd": data.crd_name(group), "options": options, "profile": profile})
         r = out["result"]
         ok = r["complete"] and r["failed"] == 0
-        return dict(out, rss_kb=out["hwm_kb"], rewritten=r["rewritten"], unchanged=r["unchanged"],
+        return dict(out, rss_kb=out["hwm_kb"], rewritten=r["rewritten"], unchanged=r["unchanged"], pace_state=r.get("pace"),
                     note="" if ok else f"engine: complete={r['complete']} failed={r['failed']} {r['aborted_reason']}")
 
     def playbook(self, play: list, inventory: dict, forks: int = 1, extra_env: dict | None = None) -> dict:
@@ -122,7 +124,7 @@ class Bench:
         return {"all": {"hosts": {"bench": dict(ansible_connection="local",
                                                 ansible_python_interpreter=sys.executable, **hostvars)}}}
 
-    def ansible(self, group: str, workers: int | None, ready=NOTHING, force: bool = False) -> dict:
+    def ansible(self, group: str, workers: int | None, ready=nothing, force: bool = False) -> dict:
         """One crdops.migration.crd_storage_migrate task, as users run it (wall clock incl. Ansible start-up);
         workers None: the module's default."""
         task = dict(self.migrator.engine_auth(), names=[data.crd_name(group)], force=force)
@@ -135,7 +137,7 @@ class Bench:
         out.pop("output")
         return out
 
-    def kubectl_replace(self, group: str, ready=NOTHING) -> dict:
+    def kubectl_replace(self, group: str, ready=nothing) -> dict:
         if not self.kubectl:
             return {"seconds": float("nan"), "t0": 0.0, "t1": 0.0, "note": "no kubectl"}
         kc = ["--kubeconfig", str(self.migrator_kubeconfig)]

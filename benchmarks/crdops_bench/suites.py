@@ -10,6 +10,7 @@ afterwards (a wrong answer is a FAILED row, never a fast one) and removes the da
 """
 from __future__ import annotations
 
+import functools
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -25,6 +26,19 @@ def rotated(order: tuple, rep: int) -> list:
     """A different first contender per repetition: no position bias."""
     k = rep % len(order)
     return list(order[k:] + order[:k])
+
+
+class IdleWindow:
+    """A gentle contender's `ready`: sleeps through the idle window and keeps the probe's summary of it."""
+
+    def __init__(self, probe: Probe, seconds: float):
+        self.probe, self.seconds = probe, seconds
+        self.window: dict | None = None
+
+    def __call__(self) -> None:
+        t0 = time.monotonic()
+        time.sleep(self.seconds)
+        self.window = self.probe.window(t0, time.monotonic())
 
 
 class Runner:
@@ -77,6 +91,10 @@ class Runner:
             return dict(out, seconds=out["active_seconds"], t0=out["t_running"], wait_s=out["t_running"] - out["t0"])
         return b.kubectl_replace(group, ready)
 
+    def gentle_run(self, name: str, idle: "IdleWindow", group: str) -> dict:
+        out = self.gentle_contender(name, group, idle)
+        return dict(out, probe_idle=idle.window, probe_during=self.probe.window(out["t0"], out["t1"]))
+
     def gentle(self, n: int, reps: int) -> None:
         probe = self.start_probe()
         try:
@@ -85,18 +103,8 @@ class Runner:
                 for name in rotated(GENTLE, rep):
                     if name in self.args.skip or (name == "kubectl" and not self.bench.kubectl):
                         continue
-                    idle = {}
-
-                    def ready(idle=idle):
-                        t0 = time.monotonic()
-                        time.sleep(self.args.idle_seconds)
-                        idle["window"] = probe.window(t0, time.monotonic())
-
-                    def run(group, name=name, ready=ready, idle=idle):
-                        out = self.gentle_contender(name, group, ready)
-                        return dict(out, probe_idle=idle.get("window"), probe_during=probe.window(out["t0"], out["t1"]))
-
-                    self.once("gentle", name[:2], name, n, rep, run)
+                    idle = IdleWindow(probe, self.args.idle_seconds)
+                    self.once("gentle", name[:2], name, n, rep, functools.partial(self.gentle_run, name, idle))
         finally:
             probe.stop()
 
