@@ -1,9 +1,11 @@
 """A release as projects ship it: one file holding the CRDs next to a Namespace and a Deployment (issue 14).
 
 The role reads such a bundle for release N and N+1, applies only its CRDs, and reports the documents it
-skipped. The run goes through every phase on a real kube-apiserver + etcd, with gateway-api's own CRDs
-(v0.6.2 live, v0.8.1 flips ReferenceGrant's storage to v1beta1, v1.1.0 removes v1alpha2 from
-GatewayClass and Gateway); etcd shows every ReferenceGrant re-stored.
+skipped. The run goes through every phase on a real kube-apiserver + etcd with gateway-api's own CRDs:
+v0.6.2 live (ReferenceGrant stored at v1alpha2); release N is v0.8.1 (ReferenceGrant's storage flips to
+v1beta1); release N+1 is v1.2.0's ReferenceGrant (v1alpha2 removed: the skip-a-version trap unless every
+object is re-stored and storedVersions trimmed) with v1.1.0's GatewayClass and Gateway (v1alpha2 removed;
+the fixtures hold no v1.2.0 copy of those). etcd shows every ReferenceGrant re-stored.
 """
 from __future__ import annotations
 
@@ -21,7 +23,10 @@ from tests.integration.modrun import ansible_playbook
 REPO = Path(__file__).resolve().parents[2]
 GW = REPO / "tests" / "data" / "fixtures" / "gateway-api"
 GROUP = "gateway.networking.k8s.io"
-PLURALS = ("gatewayclasses", "gateways", "httproutes", "referencegrants")
+# no HTTPRoute: a CRD of release N without a manifest in N+1 stops the upgrade, and v1.2.0 has none here
+PLURALS = ("gatewayclasses", "gateways", "referencegrants")
+RELEASE_N = [("v0.8.1", p) for p in PLURALS]
+RELEASE_NEXT = [("v1.1.0", "gatewayclasses"), ("v1.1.0", "gateways"), ("v1.2.0", "referencegrants")]
 GRANTS = 12  # ReferenceGrants stored at v1alpha2 before the run
 
 NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gateway-system"}}
@@ -32,13 +37,14 @@ DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment",
                                     "spec": {"containers": [{"name": "controller", "image": "example.test/gw:1"}]}}}}
 
 
-def _crd_files(release: str) -> list[Path]:
-    return sorted((GW / release).glob("*.yaml"))
+def _crd_file(release: str, plural: str) -> Path:
+    return GW / release / f"{GROUP}_{plural}.yaml"
 
 
-def _bundle(path: Path, release: str) -> Path:
+def _bundle(path: Path, crds: list[tuple[str, str]]) -> Path:
     """Namespace first, the CRDs as shipped (upstream text, one document each), a Deployment last."""
-    parts = [yaml.safe_dump(NAMESPACE)] + [f.read_text() for f in _crd_files(release)] + [yaml.safe_dump(DEPLOYMENT)]
+    parts = ([yaml.safe_dump(NAMESPACE)] + [_crd_file(*c).read_text() for c in crds]
+             + [yaml.safe_dump(DEPLOYMENT)])
     path.write_text("---\n" + "---\n".join(p.rstrip("\n") + "\n" for p in parts))
     return path
 
@@ -51,8 +57,8 @@ def gateway_api(kube):
 
 
 def _seed_v062(kube) -> None:
-    for f in _crd_files("v0.6.2"):
-        crd = yaml.safe_load(f.read_text())
+    for plural in PLURALS:
+        crd = yaml.safe_load(_crd_file("v0.6.2", plural).read_text())
         crd.pop("status", None)
         kube.apply_crd(crd)
     kube.ensure_namespace("default")
@@ -68,13 +74,13 @@ def _seed_v062(kube) -> None:
 def test_a_release_bundle_with_a_namespace_and_a_deployment_upgrades(cluster, kube, gateway_api, tmp_path):
     _seed_v062(kube)
     assert scan_storage(cluster.etcd_url, GROUP, "referencegrants").counts == {f"{GROUP}/v1alpha2": GRANTS}
-    release_n = _bundle(tmp_path / "gateway-api-v0.8.1.manifest", "v0.8.1")
-    release_next = _bundle(tmp_path / "gateway-api-v1.1.0.manifest", "v1.1.0")
+    release_n = _bundle(tmp_path / "gateway-api-v0.8.1.manifest", RELEASE_N)
+    release_next = _bundle(tmp_path / "gateway-api-v1.2.0.manifest", RELEASE_NEXT)
     inventory = {"all": {"children": {"clusters": {"hosts": {"bundle-cluster": {
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
         "crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0],
         "crd_upgrade_release_manifests": [str(release_n)],
-        "crd_upgrade_target_manifests": [str(tmp_path / "gateway-api-v1.1.*.manifest")],
+        "crd_upgrade_target_manifests": [str(tmp_path / "gateway-api-v1.2.*.manifest")],
         "crd_upgrade_settle_seconds": 0}}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     extra_vars = json.dumps({"crd_upgrade_waves": [1], "crd_upgrade_report_dir": str(tmp_path / "r")})
@@ -83,26 +89,28 @@ def test_a_release_bundle_with_a_namespace_and_a_deployment_upgrades(cluster, ku
     assert proc.returncode == 0, proc.stdout[-6000:]
 
     # both bundles: their 2 documents that are not CRDs were skipped, named, and counted
-    for bundle, release in ((release_n, "v0.8.1"), (release_next, "v1.1.0")):
-        last = len(_crd_files(release)) + 1
-        assert (f"2 documents skipped (not CRDs): {bundle} document 0 (Namespace), {bundle} document {last} "
+    for bundle in (release_n, release_next):
+        assert (f"2 documents skipped (not CRDs): {bundle} document 0 (Namespace), {bundle} document 4 "
                 "(Deployment)") in proc.stdout, proc.stdout[-6000:]
     report = json.loads(next((tmp_path / "r").glob("*.json")).read_text())
     (result,) = report["clusters"]
     assert result["status"] == "ok", result
-    assert result["phases_done"] == ["init", "preflight", "discover", "storage_flip", "restore", "verify", "trim",
-                                     "upgrade"], result
+    assert result["phases_done"] == ["init", "preflight", "discover", "storage_flip", "barrier", "restore", "verify",
+                                     "trim", "upgrade"], result
     by_name = {c["name"]: c for c in result["crds"]}
     assert sorted(by_name) == sorted(f"{p}.{GROUP}" for p in PLURALS)  # CRDs only, every one of both bundles
+    assert result["flipped"] == [f"referencegrants.{GROUP}"]
     grants = by_name[f"referencegrants.{GROUP}"]
     assert (grants["listed"], grants["rewritten"], grants["failed"]) == (GRANTS, GRANTS, 0), grants
+    assert (grants["trimmed"], grants["upgraded"], grants["read_back"]) == (True, True, GRANTS), grants
 
     # the proof: every ReferenceGrant key in etcd is at the new storage version
     assert scan_storage(cluster.etcd_url, GROUP, "referencegrants").counts == {f"{GROUP}/v1beta1": GRANTS}
-    # release N+1 is in effect: v1alpha2 is gone from GatewayClass and Gateway
-    for plural in ("gatewayclasses", "gateways"):
+    # release N+1 is in effect: v1alpha2 is gone
+    for plural, versions in (("gatewayclasses", ["v1", "v1beta1"]), ("gateways", ["v1", "v1beta1"]),
+                             ("referencegrants", ["v1beta1"])):
         crd = kube.get_crd(f"{plural}.{GROUP}")
-        assert [v["name"] for v in crd["spec"]["versions"]] == ["v1", "v1beta1"], plural
+        assert [v["name"] for v in crd["spec"]["versions"]] == versions, plural
     assert kube.get_crd(f"referencegrants.{GROUP}")["status"]["storedVersions"] == ["v1beta1"]
     # the role applies CRDs only: the bundle's Namespace was not created
     with pytest.raises(KubeError):
