@@ -82,7 +82,7 @@ def _from_plan(crd):
     return entry
 
 
-class _ResultCrds(object):
+class _ResultCrds:
     """The per-CRD result of a run: the plan, overlaid by each later phase's record, in phase order."""
 
     def __init__(self, plan):
@@ -130,7 +130,7 @@ def crd_upgrade_report_clusters(hosts, hostvars):
     return out
 
 
-class FilterModule(object):
+class FilterModule:
     def filters(self):
         return {
             "crd_upgrade_plan": crd_upgrade_plan,

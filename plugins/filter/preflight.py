@@ -120,7 +120,7 @@ def crd_upgrade_rejections(crds):
     return out
 
 
-class FilterModule(object):
+class FilterModule:
     def filters(self):
         return {
             "crd_upgrade_access_checks": crd_upgrade_access_checks,

@@ -102,7 +102,7 @@ def _load_file(path: str) -> List[Any]:
     if not HAS_YAML:
         raise BadInputError("PyYAML is required to read CRD manifest files (%s)" % path)
     try:
-        with open(path, "r", encoding="utf-8") as fh:
+        with open(path, encoding="utf-8") as fh:
             return list(yaml.safe_load_all(fh))
     except OSError as exc:
         raise BadInputError("cannot read CRD manifest %s: %s" % (path, exc.strerror or exc)) from exc
