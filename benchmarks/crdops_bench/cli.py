@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import sys
@@ -38,10 +39,13 @@ def parse(argv=None) -> argparse.Namespace:
     ap.add_argument("--best-workers", type=int, default=16, help="workers of ours-best, ansible, fleet")
     ap.add_argument("--fleet-n", type=int, default=1000, help="objects per cluster in the fleet suite")
     ap.add_argument("--fleet-qps", type=float, default=50.0, help="max_qps per cluster in the fleet suite")
+    ap.add_argument("--apf", action="store_true", help="gentle suite: also ours-gentle under the FlowSchema and "
+                    "PriorityLevelConfiguration of docs/rbac/ (contender ours-gentle-apf)")
     ap.add_argument("--skip", default="", help="comma list of contenders to skip (in-tree, kubectl, ansible, ...)")
     ap.add_argument("--only", default="", help="comma list: run only these contenders of the suites run")
     ap.add_argument("--out", default=str(REPO / "docs" / "performance.md"))
     ap.add_argument("--no-write", action="store_true", help="print only; do not write docs/")
+    ap.add_argument("--from-rows", help="no run: report the rows.json an earlier (maybe interrupted) run saved")
     args = ap.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     args.suites = [s for s in args.suites.split(",") if s]
@@ -72,7 +76,29 @@ class Run:
         self.total = 0.0
         self.bench = self.runner = None
         self.raw: list = []
-        self.svm_info = self.flow_schema = ""
+        self.svm_info = self.flow_schema = self.migrator_user = ""
+        self.seed_rates: list = []
+        self.rows_file: Path | None = None
+
+    SAVED = ("cmdline", "load_start", "started", "total", "raw", "svm_info", "flow_schema", "migrator_user", "seed_rates")
+
+    def save(self) -> None:
+        """rows.json in the workdir after every row: an interrupted run can still be reported (--from-rows)."""
+        if self.bench is not None:
+            self.seed_rates, self.migrator_user = self.bench.seed_rates, self.bench.migrator.user
+        self.total = time.time() - self.started
+        if self.rows_file:
+            args = dict(vars(self.args), skip=sorted(self.args.skip))
+            self.rows_file.write_text(json.dumps(dict({k: getattr(self, k) for k in self.SAVED}, args=args), default=str))
+
+    def load(self, path: str) -> None:
+        """The rows and settings of a saved run; where to write (--out, --no-write) is this invocation's."""
+        saved = json.loads(Path(path).read_text())
+        for k in self.SAVED:
+            setattr(self, k, saved[k])
+        kept = {k: getattr(self.args, k) for k in ("out", "no_write", "from_rows")}
+        vars(self.args).update(saved["args"], skip=set(saved["args"]["skip"]), **kept)
+        self.reps = self.args.reps
 
 
 def execute(run: Run) -> None:
@@ -83,11 +109,13 @@ def execute(run: Run) -> None:
     args = run.args
     workdir = Path(tempfile.mkdtemp(prefix="crdops-bench-"))
     print(f"# workdir {workdir}; suites {args.suites}; reps {args.reps}", flush=True)
+    run.rows_file = workdir / "rows.json"
+    print(f"# rows saved to {run.rows_file} (report them with --from-rows if the run is cut short)", flush=True)
     run.bench = Bench(workdir, kubectl="kubectl" not in args.skip, kcm="in-tree" not in args.skip)
     try:
         svm_version, run.svm_info = discover_svm(run.bench.kube)
         runner = run.runner = Runner(run.bench, args, svm_version)
-        run.raw = runner.raw
+        run.raw, runner.on_record = runner.raw, run.save
         if "gentle" in args.suites:
             runner.gentle(args.gentle_n, args.reps)
             run.flow_schema = flow_schema_name(run.bench.kube, runner.probe.flow_schema_uid)
@@ -98,8 +126,8 @@ def execute(run: Run) -> None:
         if "fleet" in args.suites:
             runner.fleet(args.fleet_n, args.reps)
     finally:
+        run.save()
         run.bench.close()
-        run.total = time.time() - run.started
 
 
 def flow_schema_name(kube, uid: str) -> str:
@@ -130,7 +158,10 @@ def main(argv=None) -> int:
 
     argv = sys.argv[1:] if argv is None else argv
     run = Run(parse(argv), argv)
-    execute(run)
+    if run.args.from_rows:
+        run.load(run.args.from_rows)
+    else:
+        execute(run)
     ratios = compute_ratios(run)
     text = block(run, ratios.table(), notes(run, ratios))
     print("\n" + text, flush=True)

@@ -16,6 +16,9 @@ CONTENDERS = [
                 "no bookkeeping (`benchmarks/crdops_bench/children.py`)"),
     ("ours-gentle / ours-max", "the engine (`restore.migrate_crd`) in a fresh Python process with `RestoreOptions(pace="
                                "'gentle')` / `pace='max'`, other options default; time from connect to the result"),
+    ("ours-gentle-apf", "`ours-gentle` while the FlowSchema and PriorityLevelConfiguration of `docs/rbac/` (subject: the "
+                        "migrator ServiceAccount) are applied; checked from the `X-Kubernetes-PF-FlowSchema-UID` "
+                        "header first (`--apf` only)"),
     ("ours-default / ours-best", "the same with `RestoreOptions()` / `workers={best_workers}`"),
     ("ansible / rerun-ansible", "`ansible-playbook` with one `crd_storage_migrate` task (`workers={best_workers}`), wall "
                                 "clock including Ansible start-up; then the same playbook again (the record skips the CRD)"),
@@ -49,15 +52,15 @@ def load_text(load) -> str:
 
 
 def setup_text(run) -> str:
-    seed = statistics.median(run.bench.seed_rates) if run.bench.seed_rates else float("nan")
+    seed = statistics.median(run.seed_rates) if run.seed_rates else float("nan")
     return f"""- **Machine:** {machine()}
 - **Load average** (1/5/15 min) at start {load_text(run.load_start)}, at end {load_text(os.getloadavg())}: anything else
   on the cores competes with the apiserver, etcd and the clients.
 - **Control plane:** one local kube-apiserver 1.37.2 + etcd 3.6.16 (`--unsafe-no-fsync`), built by
   `tests/controlplane/build.sh --with-kcm --with-kubectl`; default API Priority and Fairness configuration.
 - **Identities:** every migrating contender (kube-controller-manager and kubectl included) runs as the ServiceAccount
-  `{run.bench.migrator.user}` (bound to cluster-admin), the probe as `system:serviceaccount:crdops-bench:bench-probe`
-  (get/list ConfigMaps): neither is `system:masters`, so APF queues both (FlowSchema `service-accounts`,
+  `{run.migrator_user}` (bound to cluster-admin), the probe as `system:serviceaccount:crdops-bench:bench-probe`
+  (get/list ConfigMaps): neither is `system:masters`, so APF queues both (default FlowSchema `service-accounts`;
   {run.flow_schema}). Only the fleet suite and the harness's own set-up use the admin certificate.
 - **Probe:** every {probe.INTERVAL * 1000:.0f} ms one `GET` of a ConfigMap and one `LIST` of the {probe.CONFIGMAPS}
   ConfigMaps of its namespace, one kept-alive connection; *idle* = the {run.args.idle_seconds:g} s before a contender

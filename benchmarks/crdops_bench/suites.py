@@ -14,11 +14,12 @@ import functools
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import data, identities, role
+from . import apf, data, identities, role
 from .intree import InTree
 from .probe import Probe, create_configmaps
 
 GENTLE = ("ceiling", "ours-gentle", "ours-max", "in-tree", "kubectl")
+APF = "ours-gentle-apf"  # --apf: ours-gentle under the shipped FlowSchema (apf.py)
 THROUGHPUT = ("ceiling", "ours-default", "ours-best", "ansible", "in-tree", "kubectl")
 
 
@@ -47,6 +48,7 @@ class Runner:
         self.intree = InTree(bench, svm_version)
         self.raw: list[dict] = []
         self.probe: Probe | None = None
+        self.on_record = None  # called after every row (the run saves its rows)
 
     def record(self, suite: str, contender: str, n: int, rep: int, out: dict, verified: tuple[bool, str]) -> dict:
         ok, counts = verified
@@ -55,6 +57,8 @@ class Runner:
         row["ok"] = ok and not row["note"]
         row["objects_per_s"] = n / out["seconds"] if out["seconds"] else float("nan")
         self.raw.append(row)
+        if self.on_record:
+            self.on_record()
         extra = f" rss={row['rss_kb'] / 1024:.0f}MiB" if row.get("rss_kb") else ""
         print(f"  {suite:<10} {contender:<14} N={n:<6} rep={rep} {out['seconds']:8.2f}s {row['objects_per_s']:8.0f} obj/s "
               f"{'ok' if row['ok'] else 'FAILED'}{extra}  [{counts}] {row['note'][:300]}", flush=True)
@@ -82,6 +86,9 @@ class Runner:
         b, w = self.bench, self.args.ceiling_workers
         if name == "ceiling":
             return b.ceiling(group, w, ready)
+        if name == APF:
+            with apf.shipped(b.kube, b.migrator):
+                return b.engine(group, {"pace": "gentle"}, ready)
         if name in ("ours-gentle", "ours-max"):
             return b.engine(group, {"pace": name.split("-")[1]}, ready)
         if name == "in-tree":
@@ -100,7 +107,7 @@ class Runner:
         try:
             for rep in range(reps):
                 print(f"# gentle N={n} rep {rep + 1}/{reps}", flush=True)
-                for name in rotated(GENTLE, rep):
+                for name in rotated(GENTLE + ((APF,) if self.args.apf else ()), rep):
                     if name in self.args.skip or (name == "kubectl" and not self.bench.kubectl):
                         continue
                     idle = IdleWindow(probe, self.args.idle_seconds)
