@@ -431,11 +431,12 @@ class RestorePass:
         started = self.pace.acquire(self.must_stop)
         if started is None:
             return Outcome(NOT_ATTEMPTED)
-        throttled_before = _throttled(self.transport)
+        throttled_before, waited_before = _throttled(self.transport), _waited(self.transport)
         try:
             outcome = self.write(ref)
         finally:
-            self.pace.release(started, throttled=_throttled(self.transport) > throttled_before)
+            self.pace.release(started, throttled=_throttled(self.transport) > throttled_before,
+                              waited=_waited(self.transport) - waited_before)
         if outcome.error is not None and isinstance(outcome.error, FATAL_ERRORS):
             self.stop(str(outcome.error), outcome.error.kind)
         self.count_live()
@@ -656,3 +657,9 @@ def _throttled(transport: Transport) -> int:
         return int(stats.snapshot().get("throttled", 0))
     except Exception:  # pragma: no cover - foreign transport
         return 0
+
+
+def _waited(transport: Transport) -> float:
+    """Seconds this thread has waited inside the transport (max_qps bucket, retry sleeps); 0 for other transports."""
+    waited = getattr(transport, "waited", None)
+    return float(waited()) if callable(waited) else 0.0
