@@ -195,5 +195,5 @@ def skipped_summary(skipped: Sequence[Skipped]) -> str:
     """``N documents skipped (not CRDs): <file> document <i> (<kind>), ...``; empty when none."""
     if not skipped:
         return ""
-    return "%d document%s skipped (not CRDs): %s" % (len(skipped), "" if len(skipped) == 1 else "s",
-                                                    ", ".join(str(s) for s in skipped))
+    plural = "" if len(skipped) == 1 else "s"
+    return "%d document%s skipped (not CRDs): %s" % (len(skipped), plural, ", ".join(str(s) for s in skipped))

@@ -47,9 +47,11 @@ def test_list_items_scalars_and_inline_dicts(tmp_path):
                  + "---\njust text\n")
     got = read_manifests([str(f), crd("inline.example.com"), DEPLOYMENT], label="target_manifests")
     assert [m.label for m in got.crds] == ["%s document 0.items[1]" % f, "target_manifests[1] document 0"]
-    assert [str(s) for s in got.skipped] == ["%s document 0.items[0] (Namespace)" % f,
-                                            "%s document 1 (not a mapping: str)" % f,
-                                            "target_manifests[2] document 0 (Deployment)"]
+    assert [str(s) for s in got.skipped] == [
+        "%s document 0.items[0] (Namespace)" % f,
+        "%s document 1 (not a mapping: str)" % f,
+        "target_manifests[2] document 0 (Deployment)",
+    ]
     assert skipped_summary(got.skipped[:1]).startswith("1 document skipped (not CRDs): ")
     assert skipped_summary([]) == ""
 
