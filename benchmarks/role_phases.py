@@ -55,13 +55,20 @@ def ts(text: str) -> float:
     return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
+def callback_output(stdout: str) -> dict:
+    """The json callback's document; the re-store's progress lines (printed while it runs) come before it."""
+    at = stdout.find("\n{")
+    return json.loads(stdout if stdout.startswith("{") else stdout[at + 1:])
+
+
 def task_windows(callback_json: dict) -> list[tuple[float, float, str]]:
     """(start, end, phase) of every task that ran on a host, in order."""
     out = []
     for play in callback_json.get("plays", []):
         for task in play.get("tasks", []):
             t = task["task"]
-            phase = t["name"].split(" | ")[0].strip() if " | " in t["name"] else t["name"]
+            name = t["name"].split(" : ", 1)[-1]  # without the "<collection>.<role> : " prefix
+            phase = name.split(" | ")[0].strip()
             d = t.get("duration") or {}
             if d.get("start") and d.get("end"):
                 out.append((ts(d["start"]), ts(d["end"]), phase))
@@ -124,22 +131,27 @@ def one_size(n: int, work: Path, binaries) -> dict[str, Any]:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=work, check=False)
         total = time.monotonic() - t0
         (work / "ansible.json").write_text(proc.stdout)
-        windows = task_windows(json.loads(proc.stdout))
-        events = audited(log)
         _rev, counts = etcd_counts(cluster.etcd_url, GROUP)
         crd = admin_kube(cluster).get_crd(f"{PLURAL}.{GROUP}")
         ok = (proc.returncode == 0 and dict(counts) == {f"{GROUP}/v1beta1": n}
               and crd["status"]["storedVersions"] == ["v1beta1"]
               and [v["name"] for v in crd["spec"]["versions"]] == ["v1beta1"])
-        phases = per_phase(events, windows)
-        restore = phases.get("Restore", {}).get("seconds", 0.0)
-        final = final_list_seconds(events, windows)
-        return {"objects": n, "ok": ok, "rc": proc.returncode, "playbook_s": round(total, 2),
-                "restore_s": restore, "final_list_s": final, "fixed_overhead_s": round(total - restore - final, 2),
-                "list_pages_total": sum(p.get("list_pages", 0) for p in phases.values()),
-                "phases": phases, "work": str(work)}
+        return dict(analyse(work, total), objects=n, ok=ok, rc=proc.returncode)
     finally:
         cluster.stop()
+
+
+def analyse(work: Path, total: float) -> dict[str, Any]:
+    """Per-phase seconds and requests from a run's json callback output and audit log."""
+    windows = task_windows(callback_output((work / "ansible.json").read_text()))
+    events = audited(work / "audit.log")
+    phases = per_phase(events, windows)
+    restore = phases.get("Restore", {}).get("seconds", 0.0)
+    final = final_list_seconds(events, windows)
+    return {"playbook_s": round(total, 2), "restore_s": restore, "final_list_s": final,
+            "fixed_overhead_s": round(total - restore - final, 2),
+            "list_pages_total": sum(p.get("list_pages", 0) for p in phases.values()),
+            "phases": phases, "work": str(work)}
 
 
 def main() -> int:

@@ -1,6 +1,6 @@
 """Small objects straight into etcd at v1alpha1, and a streaming etcd check (benchmarks/fleet10.py, million.py).
 
-Same stored bytes as benchmarks/run.py's seed_via_etcd (JSON, the managedFields entry a create would add),
+Same stored bytes as benchmarks/crdops_bench/data.py's seed (JSON, the managedFields entry a create would add),
 but: namespaced or cluster scope, a small payload, no storage flip here (the caller decides: fleet10 lets
 the release manifests flip it, million flips it itself), and a check that pages through etcd keeping only
 counts, so a million keys do not have to fit in memory at once.

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.run import PLURAL, seed_via_etcd  # noqa: E402
+from benchmarks.crdops_bench.data import PLURAL, seed as seed_via_etcd  # noqa: E402
 from tests.controlplane.binaries import find_binaries  # noqa: E402
 from tests.controlplane.cluster import admin_kube, start_cluster  # noqa: E402
 from tests.controlplane.etcd_reader import scan_storage  # noqa: E402

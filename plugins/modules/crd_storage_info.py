@@ -45,9 +45,11 @@ options:
   target_manifests:
     description:
       - CRD manifests of the release you intend to apply next. Each item is a path to a YAML file
-        (multi-document files allowed) or a CRD as a dictionary.
-      - Every document must be a C(CustomResourceDefinition); anything else is an error naming the
-        file and document index.
+        (multi-document files allowed), a glob (its matches sorted by name) or a CRD as a dictionary.
+      - Documents that are not a C(CustomResourceDefinition) (the Namespace or Deployment of a release bundle)
+        are skipped and listed in RV(skipped_documents).
+      - A C(CustomResourceDefinition) that is not C(apiextensions.k8s.io/v1), a file that cannot be read or is
+        not YAML, and manifests without any CRD are errors naming the file and document index.
     type: list
     elements: raw
     default: []
@@ -224,13 +226,24 @@ cluster:
   description: Secret-free name of the cluster (context, host or kubeconfig).
   returned: always
   type: str
+skipped_documents:
+  description: Documents of O(target_manifests) that are not CRDs, so were not read as release manifests.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    file: {description: The file (or C(target_manifests[<n>]) for a dictionary)., type: str, returned: always}
+    index: {description: The document index in the file (C(<n>.items[<m>]) inside a C(kind: List))., type: str, returned: always}
+    kind: {description: The document's C(kind)., type: str, returned: always}
+  sample: [{file: crds/release-2.0.yaml, index: "0", kind: Namespace}]
 '''
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import (
     ETCD_ARG_SPEC, Job, argument_spec, run_module)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import EtcdSampler
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.info import InfoOptions, describe_crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.plan import load_targets
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests import read_manifests
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.plan import targets_of
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.storage_diff import storage_diff_of
 
 OPTIONS = dict(
@@ -243,7 +256,7 @@ OPTIONS = dict(
 
 
 class Info(Job):
-    RESULT = dict(crds=[])
+    RESULT = dict(crds=[], skipped_documents=[])
     WHAT = "crd_storage_info"
 
     def prepare(self):
@@ -252,7 +265,9 @@ class Info(Job):
                                    diff_sample=p["diff_sample"])
         self.options.validate()
         self.require_etcd_client()
-        self.targets = load_targets(p["target_manifests"])
+        manifests = read_manifests(p["target_manifests"], label="target_manifests")
+        self.result["skipped_documents"] = [s.as_dict() for s in manifests.skipped]
+        self.targets = targets_of(manifests)
 
     def run(self, transport, crds):
         p, o = self.params, self.options

@@ -66,8 +66,9 @@ options:
   previous_manifests:
     description:
       - CRD manifests of the previous release (the one that still had the removed version); YAML file paths
-        (multi-document) or CRD dicts. Used for the schema of the added version and, when nothing else names
-        it, to find the missing version (versions it has that the live CRD lacks).
+        (multi-document), globs or CRD dicts; documents that are not CRDs are skipped. Used for the schema of
+        the added version and, when nothing else names it, to find the missing version (versions it has that
+        the live CRD lacks).
     type: list
     elements: raw
     default: []

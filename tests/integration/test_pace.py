@@ -151,10 +151,10 @@ def test_gentle_backs_off_on_a_latency_step_recovers_and_max_does_not_move(clust
     crd = exact_and_migrated(cluster, s, gentle, count)
     before, during, after = watch.limits("before"), watch.limits("slow"), watch.limits("after")
     assert max(before) >= 2 and min(during) == 1 and max(after) >= 2
-    assert slow["latency_ms"] > 30 and slow["baseline_ms"] < 30  # the step is seen, the idle baseline kept
+    assert max(watch.latencies("slow")) > 30 and slow["baseline_ms"] < 15  # the step is seen, the idle baseline kept
     assert crd["pace"]["min_limit"] == 1 and crd["pace"]["backoffs"] >= 1
     other = exact_and_migrated(cluster, m, full, 400)
     assert other["pace"]["mode"] == "max" and other["pace"]["final_limit"] == 8 and other["pace"]["min_limit"] == 8
     assert other["pace"]["backoffs"] == 0 and other["pace"]["peak_in_flight"] == 8
     print(f"\npace on a 30 ms latency step: limit {max(before)} -> {min(during)} -> {max(after)}; write p50 idle "
-          f"{slow['baseline_ms']} ms, delayed {slow['latency_ms']} ms; max mode: {json.dumps(other['pace'])}")
+          f"{slow['baseline_ms']} ms, delayed up to {max(watch.latencies('slow'))} ms; max mode: {json.dumps(other['pace'])}")

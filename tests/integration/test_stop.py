@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from benchmarks.run import seed_via_etcd
+from benchmarks.crdops_bench.data import seed as seed_via_etcd
 from tests.controlplane.etcd_reader import scan_storage
 from tests.integration import reliability
 from tests.integration.modrun import ansible_env

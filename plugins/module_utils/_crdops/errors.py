@@ -14,6 +14,8 @@ class CrdOpsError(Exception):
     """Base error. ``str()`` is a complete, secret-free sentence for ``fail_json(msg=...)``."""
 
     kind = "error"
+    # the repair sets what it had done before failing, for the module to return
+    partial_result: Optional[Dict[str, Any]] = None
 
     def __init__(
         self,

@@ -90,7 +90,8 @@ def encoding_of(value: bytes) -> str:
         return UNDECODABLE
 
 
-def _range_end(prefix: bytes) -> bytes:
+def range_end(prefix: bytes) -> bytes:
+    """The first key after every key that starts with ``prefix`` (etcd's ``range_end`` for a prefix)."""
     end = bytearray(prefix)
     for i in range(len(end) - 1, -1, -1):
         if end[i] < 0xFF:
@@ -131,7 +132,7 @@ class EtcdReader:
 
     def scan(self, crd_name: str, group: str, plural: str, expected_api_version: str) -> EtcdScanResult:
         prefix = f"{self.options.prefix.rstrip('/')}/{group}/{plural}/".encode()
-        end = _range_end(prefix)
+        end = range_end(prefix)
         result = EtcdScanResult(crd=crd_name, expected_api_version=expected_api_version, prefix=prefix.decode())
         start = prefix
         while True:
@@ -160,7 +161,7 @@ class EtcdReader:
         self._pool.clear()
 
     def count_keys(self, prefix: bytes) -> int:
-        body = self._range({"key": _b64(prefix), "range_end": _b64(_range_end(prefix)), "count_only": True})
+        body = self._range({"key": _b64(prefix), "range_end": _b64(range_end(prefix)), "count_only": True})
         return int(body.get("count", 0))
 
     def top_level_prefixes(self, limit: int = 10) -> List[str]:
@@ -176,7 +177,7 @@ class EtcdReader:
             key = base64.b64decode(kvs[0]["key"])
             segment = b"/" + key[1:].split(b"/", 1)[0]
             found.append(segment.decode(errors="replace"))
-            start = _range_end(segment + b"/")
+            start = range_end(segment + b"/")
         return found
 
     def explain_no_keys(self, scan: EtcdScanResult, group: str, plural: str, api_objects: Optional[int]) -> None:
@@ -224,13 +225,13 @@ class EtcdSampler(EtcdReader):
 
     def count(self, prefix: str) -> int:
         start = prefix.encode()
-        body = self._range({"key": _b64(start), "range_end": _b64(_range_end(start)), "count_only": True})
+        body = self._range({"key": _b64(start), "range_end": _b64(range_end(start)), "count_only": True})
         return int(body.get("count", 0))
 
     def sample(self, prefix: str, limit: int) -> tuple[int, List[RawValue]]:
         """(revision, up to ``limit`` values) from one snapshot."""
         start = prefix.encode()
-        body = self._range({"key": _b64(start), "range_end": _b64(_range_end(start)), "limit": int(limit)})
+        body = self._range({"key": _b64(start), "range_end": _b64(range_end(start)), "limit": int(limit)})
         return int(body["header"]["revision"]), _raw_values(body)
 
     def get(self, key: str) -> Optional[RawValue]:

@@ -172,15 +172,16 @@ class PaceGate:
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
             return self.clock()
 
-    def release(self, started: float, throttled: bool = False) -> None:
-        """The write that ``started`` is answered; a throttled one is congestion, not a latency sample."""
+    def release(self, started: float, throttled: bool = False, waited: float = 0.0) -> None:
+        """The write that ``started`` is answered; a throttled one is congestion, not a latency sample. ``waited``:
+        seconds of it spent waiting on our side (the max_qps bucket, retry sleeps), not on the apiserver."""
         ended = self.clock()
         with self._cond:
             self.in_flight -= 1
             if throttled:
                 self.limiter.on_throttled()
             else:
-                self.limiter.on_sample(started, ended - started)
+                self.limiter.on_sample(started, ended - started - waited)
             self._cond.notify_all()
 
     def snapshot(self) -> Dict[str, Any]:

@@ -12,13 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .crd import Crd
 from .errors import BadInputError
-
-try:
-    import yaml
-
-    HAS_YAML = True
-except ImportError:  # pragma: no cover
-    HAS_YAML = False
+from .manifests import ManifestSet, read_manifests
 
 
 @dataclass(frozen=True)
@@ -37,17 +31,11 @@ class TargetCrd:
         return [v.name for v in crd.versions if v.name not in self.versions]
 
 
-def _target_from_doc(doc: Any, source: str) -> TargetCrd:
-    if not isinstance(doc, dict):
-        raise BadInputError("%s: not a mapping" % source)
-    if doc.get("kind") != "CustomResourceDefinition" or not str(doc.get("apiVersion", "")).startswith(
-            "apiextensions.k8s.io/"):
-        raise BadInputError("%s: not a CustomResourceDefinition (apiVersion=%r, kind=%r)"
-                            % (source, doc.get("apiVersion"), doc.get("kind")))
-    name = (doc.get("metadata") or {}).get("name")
+def _target_from_doc(doc: Dict[str, Any], source: str) -> TargetCrd:
+    name = doc["metadata"]["name"]
     versions = (doc.get("spec") or {}).get("versions")
-    if not name or not isinstance(versions, list) or not versions:
-        raise BadInputError("%s: CRD manifest needs metadata.name and a non-empty spec.versions" % source)
+    if not isinstance(versions, list) or not versions:
+        raise BadInputError("%s: CRD manifest needs a non-empty spec.versions" % source)
     names = []
     storage = None
     for v in versions:
@@ -59,47 +47,24 @@ def _target_from_doc(doc: Any, source: str) -> TargetCrd:
     return TargetCrd(name=str(name), versions=tuple(names), storage_version=storage, source=source)
 
 
-def _docs_of(item: Any, index: int) -> List[Tuple[Any, str]]:
-    if isinstance(item, dict):
-        label = "target_manifests[%d]" % index
-        if item.get("kind") == "List" or (item.get("kind", "").endswith("List") and "items" in item):
-            return [(d, "%s.items[%d]" % (label, i)) for i, d in enumerate(item.get("items") or [])]
-        return [(item, label)]
-    if isinstance(item, str):
-        if not HAS_YAML:
-            raise BadInputError("PyYAML is required to read target_manifests files")
-        try:
-            with open(item, encoding="utf-8") as f:
-                docs = list(yaml.safe_load_all(f))
-        except OSError as exc:
-            raise BadInputError("cannot read target manifest %s: %s" % (item, exc.strerror or exc)) from exc
-        except yaml.YAMLError as exc:
-            raise BadInputError("target manifest %s is not valid YAML: %s" % (item, exc)) from exc
-        out: List[Tuple[Any, str]] = []
-        for i, d in enumerate(docs):
-            if d is None:
-                continue  # empty document (e.g. trailing ---)
-            label = "%s document %d" % (item, i)
-            if isinstance(d, dict) and d.get("kind") == "List":
-                out.extend((x, "%s items[%d]" % (label, j)) for j, x in enumerate(d.get("items") or []))
-            else:
-                out.append((d, label))
-        return out
-    raise BadInputError("target_manifests[%d]: expected a file path or a CRD dict, got %s"
-                        % (index, type(item).__name__))
+def targets_of(manifests: ManifestSet) -> Dict[str, TargetCrd]:
+    """name -> TargetCrd for the CRDs of a ManifestSet; a CRD given twice is an error naming both places."""
+    targets: Dict[str, TargetCrd] = {}
+    for manifest in manifests.crds:
+        target = _target_from_doc(manifest.doc, manifest.label)
+        if target.name in targets:
+            raise BadInputError("%s: CRD %s already given in %s" % (manifest.label, target.name,
+                                                                    targets[target.name].source))
+        targets[target.name] = target
+    return targets
 
 
 def load_targets(manifests: Sequence[Any]) -> Dict[str, TargetCrd]:
-    """Parse target CRD manifests (dicts or YAML file paths, multi-document) into name -> TargetCrd."""
-    targets: Dict[str, TargetCrd] = {}
-    for index, item in enumerate(manifests or ()):
-        for doc, source in _docs_of(item, index):
-            target = _target_from_doc(doc, source)
-            if target.name in targets:
-                raise BadInputError("%s: CRD %s already given in %s" % (source, target.name,
-                                                                        targets[target.name].source))
-            targets[target.name] = target
-    return targets
+    """Target CRD manifests (YAML file paths or globs, multi-document; or CRDs as dicts) -> name -> TargetCrd.
+
+    Documents that are not CRDs are skipped (manifests.read_manifests); use it and targets_of to see them.
+    """
+    return targets_of(read_manifests(manifests, label="target_manifests"))
 
 
 def plan_for(crd: Crd, targets: Dict[str, TargetCrd]) -> Dict[str, Any]:

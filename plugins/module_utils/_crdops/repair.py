@@ -357,7 +357,7 @@ def repair_crd(transport: Transport, name: str, options: RepairOptions, *,
         _run_steps(transport, crd, missing, options, etcd_scan, result, now())
     except CrdOpsError as exc:
         exc.with_context(cluster=transport.cluster_label, crd=crd.name)
-        exc.partial_result = result.to_dict()  # type: ignore[attr-defined]  # what was done, for the caller
+        exc.partial_result = result.to_dict()
         emit_crd_event(transport, crd, REPAIR_FAILED, "Repair failed after: %s. Error: %s"
                        % ("; ".join(result.done) or "nothing done", exc), warning=True)
         raise

@@ -23,21 +23,13 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .errors import BadInputError
 from .crd import Crd
+from .manifests import read_manifests
 from .transport import ACCEPT_PARTIAL_LIST, Transport
-
-try:
-    import yaml
-
-    HAS_YAML = True
-except ImportError:  # pragma: no cover
-    HAS_YAML = False
 
 REPAIR_ANNOTATION = "migration.crdops.io/storage-repair"
 PERMISSIVE_SCHEMA = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
@@ -134,35 +126,11 @@ def repair_in_progress(crd: Crd) -> List[str]:
         return []
 
 
-def _manifest_docs(path: str) -> List[Any]:
-    if not HAS_YAML:
-        raise BadInputError("PyYAML is required to read previous_manifests")
-    try:
-        # list elements are paths or inline dicts, so the option cannot be type=path: expand ~ here
-        with open(os.path.expanduser(path), encoding="utf-8") as fh:
-            docs = [d for d in yaml.safe_load_all(fh) if d is not None]
-    except OSError as exc:
-        raise BadInputError("cannot read previous release manifest %s: %s" % (path, exc.strerror or exc)) from exc
-    except yaml.YAMLError as exc:
-        raise BadInputError("previous release manifest %s is not valid YAML: %s" % (path, exc)) from exc
-    out: List[Dict[str, Any]] = []
-    for d in docs:
-        if isinstance(d, dict) and d.get("kind") == "List":
-            out.extend(d.get("items") or [])
-        else:
-            out.append(d)
-    return out
-
-
 def previous_crd(manifests: Sequence[Any], crd_name: str) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
-    """The CRD named ``crd_name`` in the previous release's manifests (file paths or dicts), and its source."""
-    for index, item in enumerate(manifests or ()):
-        docs = [item] if isinstance(item, dict) else _manifest_docs(str(item))
-        source = "previous_manifests[%d]" % index if isinstance(item, dict) else str(item)
-        for doc in docs:
-            if (isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition"
-                    and (doc.get("metadata") or {}).get("name") == crd_name):
-                return doc, source
+    """The CRD named ``crd_name`` in the previous release's manifests (file paths, globs or dicts), and its source."""
+    for manifest in read_manifests(manifests, label="previous_manifests").crds:
+        if manifest.name == crd_name:
+            return manifest.doc, manifest.source
     return None, None
 
 

@@ -59,6 +59,8 @@ from .transport import JSON, Transport, error_from_response
 
 FATAL_ERRORS = (ConversionWebhookError, ConnectionFailed, PermissionDenied, UnexpectedError)
 MAX_REPORTED_FAILURES = 20
+# a managedFields-only pass writes few objects, so its LIST dominates: its pages grow to this size (listing.py)
+MF_ONLY_PAGE = 2000
 
 ProbeFn = Callable[[Crd, List[ObjectRef]], None]
 ProgressFn = Callable[[Dict[str, Any]], None]
@@ -352,7 +354,8 @@ class RestorePass:
     def list_and_submit(self, executor: ThreadPoolExecutor) -> None:
         """List pages (metadata only) and hand each to the workers; a listing or probe failure stops the pass."""
         try:
-            for refs in list_pages(self.transport, self.crd, self.options.page_size, stats=self.stats):
+            for refs in list_pages(self.transport, self.crd, self.options.page_size, stats=self.stats,
+                                   grow_to=MF_ONLY_PAGE if self.mf_only else None):
                 if self.must_stop():
                     break
                 if self.stats.relists != self.relists_seen:
@@ -431,11 +434,12 @@ class RestorePass:
         started = self.pace.acquire(self.must_stop)
         if started is None:
             return Outcome(NOT_ATTEMPTED)
-        throttled_before = _throttled(self.transport)
+        throttled_before, waited_before = _throttled(self.transport), _waited(self.transport)
         try:
             outcome = self.write(ref)
         finally:
-            self.pace.release(started, throttled=_throttled(self.transport) > throttled_before)
+            self.pace.release(started, throttled=_throttled(self.transport) > throttled_before,
+                              waited=_waited(self.transport) - waited_before)
         if outcome.error is not None and isinstance(outcome.error, FATAL_ERRORS):
             self.stop(str(outcome.error), outcome.error.kind)
         self.count_live()
@@ -656,3 +660,9 @@ def _throttled(transport: Transport) -> int:
         return int(stats.snapshot().get("throttled", 0))
     except Exception:  # pragma: no cover - foreign transport
         return 0
+
+
+def _waited(transport: Transport) -> float:
+    """Seconds this thread has waited inside the transport (max_qps bucket, retry sleeps); 0 for other transports."""
+    waited = getattr(transport, "waited", None)
+    return float(waited()) if callable(waited) else 0.0

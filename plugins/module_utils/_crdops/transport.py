@@ -284,6 +284,9 @@ class HttpTransport:
         self._rng = rng
         self._on_close = on_close
         self.stats = TransportStats()
+        # seconds this thread spent waiting in request() rather than on the wire (max_qps bucket, retry sleeps):
+        # the pace times whole writes and must not read our own throttling as the apiserver's latency
+        self._local = threading.local()
 
     def __repr__(self) -> str:
         return "HttpTransport(cluster=%r, base_url=%r)" % (self.cluster_label, self.base_url)
@@ -310,6 +313,17 @@ class HttpTransport:
             clear = getattr(self._pool, "clear", None)
             if clear is not None:
                 clear()
+
+    def waited(self) -> float:
+        """Seconds the calling thread has spent waiting inside request() so far (not on the wire)."""
+        return float(getattr(self._local, "waited", 0.0))
+
+    def _add_wait(self, seconds: float) -> None:
+        self._local.waited = self.waited() + max(0.0, seconds)
+
+    def _wait(self, seconds: float) -> None:
+        self._sleep(seconds)
+        self._add_wait(seconds)
 
     def _build_headers(self, content_type: Optional[str], accept: Optional[str]) -> Any:
         if self._headers is not None:
@@ -356,7 +370,9 @@ class HttpTransport:
         delay: Optional[float]
         while True:
             if self.rate_limiter is not None:
+                waited = self._clock()
                 self.rate_limiter.acquire()
+                self._add_wait(self._clock() - waited)
             headers = self._build_headers(content_type, accept)
             self.stats.add(requests=1)
             try:
@@ -389,7 +405,7 @@ class HttpTransport:
                         cluster=self.cluster_label, api_message=detail) from exc
                 self.stats.add(retries=1)
                 attempt += 1
-                self._sleep(delay)
+                self._wait(delay)
                 continue
             self._answered = True
             resp = ApiResponse(raw.status, dict(raw.headers.items()) if hasattr(raw.headers, "items") else {},
@@ -411,4 +427,4 @@ class HttpTransport:
                 return resp  # caller sees the last failure
             self.stats.add(retries=1)
             attempt += 1
-            self._sleep(delay)
+            self._wait(delay)

@@ -248,3 +248,55 @@ def test_a_stopped_pass_does_not_wait_for_a_permit():
     result = migrate_crd(c, get_crd(c, NAME), RestoreOptions(page_size=50, workers=8))
     assert result.complete is False and result.aborted_kind == "permission"
     assert result.failed + result.not_attempted == 50
+
+
+def test_the_transport_tells_each_thread_its_own_waiting_and_the_gate_leaves_it_out_of_the_sample():
+    from tests.unit.plugins.module_utils.test_crdops_transport import Clock, Pool, Raw, transport
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.transport import RateLimiter
+
+    clock = Clock()
+    t = transport(Pool(Raw(503, b"", {"Retry-After": "2"}), Raw(200, {})), clock,
+                  rate_limiter=RateLimiter(1, burst=1, clock=clock, sleep=clock.sleep))
+    t.request("GET", "/a")  # a token at hand, then 2 s of Retry-After (the bucket refills meanwhile)
+    assert t.waited() == pytest.approx(2.0)
+    t.request("GET", "/b")  # 1 s for the next token
+    assert t.waited() == pytest.approx(3.0)
+    other = []
+    worker = threading.Thread(target=lambda: other.append(t.waited()))
+    worker.start()
+    worker.join()
+    assert other == [0.0]  # another worker's wait is not this one's
+
+    clock2 = FakeClock()
+    gate = PaceGate(GradientLimiter(4, settings=PaceSettings(min_window=1, probe_every=1e9), clock=clock2),
+                    clock=clock2)
+    for _write in range(2):  # one window
+        started = gate.acquire(lambda: False)
+        clock2.t += 1.003  # one second in the max_qps bucket, 3 ms on the wire
+        gate.release(started, waited=1.0)
+    assert gate.limiter.latency == pytest.approx(0.003)
+
+
+def test_a_max_qps_bucket_is_not_read_as_congestion():
+    """A pass capped by max_qps waits in the transport before writes; the limiter sees only the rest."""
+    def run(tell):
+        c = FakeCluster()
+        c.add_crd()
+        c.add_objects(NAME, 60, namespaces=("a",))
+        local = threading.local()
+
+        def hook(method, path, _q, _b):
+            if method == "PATCH" and "/customresourcedefinitions/" not in path:
+                time.sleep(0.05)  # as if the max_qps bucket held this write 50 ms
+                local.w = getattr(local, "w", 0.0) + 0.05
+            return None
+
+        c.hooks.append(hook)
+        if tell:
+            c.waited = lambda: getattr(local, "w", 0.0)
+        gate = pace_gate("gentle", 4, settings=PaceSettings(probe_every=1e9))
+        return RestorePass(c, get_crd(c, NAME), RestoreOptions(page_size=60, workers=4), pace=gate).run()
+
+    told, untold = run(True), run(False)
+    assert told.rewritten == untold.rewritten == 60
+    assert told.pace["latency_ms"] < 25 and untold.pace["latency_ms"] >= 50

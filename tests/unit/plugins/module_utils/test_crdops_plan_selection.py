@@ -33,12 +33,18 @@ def test_blocked_removals_from_dict_and_yaml(tmp_path):
     assert plan_for(current, {})["target_found"] is False
 
 
-def test_not_a_crd_names_file_and_document(tmp_path):
+def test_documents_that_are_not_crds_are_skipped(tmp_path):
     f = tmp_path / "m.yaml"
     f.write_text(yaml.safe_dump(target((("v1", True, True),))) + "---\napiVersion: v1\nkind: ConfigMap\n")
+    assert list(load_targets([str(f)])) == [NAME]
+
+
+def test_a_crd_given_twice_names_both_places(tmp_path):
+    f = tmp_path / "m.yaml"
+    f.write_text(yaml.safe_dump(target((("v1", True, True),))))
     with pytest.raises(BadInputError) as ei:
-        load_targets([str(f)])
-    assert str(f) in str(ei.value) and "document 1" in str(ei.value) and "ConfigMap" in str(ei.value)
+        load_targets([str(f), target((("v1", True, True),))])
+    assert str(ei.value) == "target_manifests[1] document 0: CRD %s already given in %s document 0" % (NAME, f)
 
 
 def test_malformed_yaml_and_missing_file(tmp_path):

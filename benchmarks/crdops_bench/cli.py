@@ -1,0 +1,172 @@
+"""Arguments, the order of the suites, and the report of one run."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import REPO
+from .ratios import Ratios
+from .report import replace_block
+from .suites import GENTLE, THROUGHPUT
+
+SUITES = ("gentle", "role", "throughput", "fleet")
+FULL = {"gentle_n": 10000, "role_sizes": [10000, 20000, 100000], "sizes": [1000, 10000]}
+QUICK = {"gentle_n": 600, "role_sizes": [300, 600, 1200], "sizes": [300, 1500]}
+
+
+def csv_ints(text: str) -> list:
+    return [int(x) for x in text.split(",") if x]
+
+
+def parse(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="benchmarks/run.py", description=sys.modules["benchmarks.crdops_bench"].__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--suites", default="gentle,role", help=f"comma list of {','.join(SUITES)} (default gentle,role)")
+    ap.add_argument("--reps", type=int, default=2, help="repetitions per contender and N (medians; default 2)")
+    ap.add_argument("--quick", action="store_true", help="smoke run: small N, one repetition, prints only")
+    ap.add_argument("--gentle-n", type=int, help=f"objects in the gentle suite (default {FULL['gentle_n']})")
+    ap.add_argument("--role-sizes", type=csv_ints, help="N list of the role suite: the 2nd is the end-to-end ÷ "
+                    "re-store size, the 1st and last the fixed-overhead pair, the 1st also reruns (default 10000,20000,100000)")
+    ap.add_argument("--sizes", type=csv_ints, help="N list of the throughput suite (default 1000,10000)")
+    ap.add_argument("--idle-seconds", type=float, default=10.0, help="probe's idle window before each contender")
+    ap.add_argument("--ceiling-workers", type=int, default=16, help="threads of the ceiling client")
+    ap.add_argument("--best-workers", type=int, default=16, help="workers of ours-best, ansible, fleet")
+    ap.add_argument("--fleet-n", type=int, default=1000, help="objects per cluster in the fleet suite")
+    ap.add_argument("--fleet-qps", type=float, default=50.0, help="max_qps per cluster in the fleet suite")
+    ap.add_argument("--apf", action="store_true", help="gentle suite: also ours-gentle under the FlowSchema and "
+                    "PriorityLevelConfiguration of docs/rbac/ (contender ours-gentle-apf)")
+    ap.add_argument("--skip", default="", help="comma list of contenders to skip (in-tree, kubectl, ansible, ...)")
+    ap.add_argument("--only", default="", help="comma list: run only these contenders of the suites run")
+    ap.add_argument("--out", default=str(REPO / "docs" / "performance.md"))
+    ap.add_argument("--no-write", action="store_true", help="print only; do not write docs/")
+    ap.add_argument("--from-rows", help="no run: report the rows.json an earlier (maybe interrupted) run saved")
+    args = ap.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    args.suites = [s for s in args.suites.split(",") if s]
+    unknown = set(args.suites) - set(SUITES)
+    if unknown:
+        ap.error(f"unknown suite(s) {sorted(unknown)}")
+    args.gentle_n = args.gentle_n or sizes["gentle_n"]
+    args.role_sizes = args.role_sizes or sizes["role_sizes"]
+    args.sizes = args.sizes or sizes["sizes"]
+    args.skip = set(filter(None, args.skip.split(",")))
+    only = set(filter(None, args.only.split(",")))
+    if only:
+        args.skip |= (set(GENTLE) | set(THROUGHPUT)) - only
+    if args.quick:
+        args.reps, args.idle_seconds, args.no_write = 1, min(args.idle_seconds, 3.0), True
+        args.fleet_n = min(args.fleet_n, 300)
+    return args
+
+
+class Run:
+    """Everything one invocation measured, for the report."""
+
+    def __init__(self, args, argv: list):
+        self.args, self.reps = args, args.reps
+        self.cmdline = "python benchmarks/run.py " + " ".join(shlex.quote(a) for a in argv)
+        self.load_start = os.getloadavg()
+        self.started = time.time()
+        self.total = 0.0
+        self.bench = self.runner = None
+        self.raw: list = []
+        self.svm_info = self.flow_schema = self.migrator_user = ""
+        self.seed_rates: list = []
+        self.rows_file: Path | None = None
+
+    SAVED = ("cmdline", "load_start", "started", "total", "raw", "svm_info", "flow_schema", "migrator_user", "seed_rates")
+
+    def save(self) -> None:
+        """rows.json in the workdir after every row: an interrupted run can still be reported (--from-rows)."""
+        if self.bench is not None:
+            self.seed_rates, self.migrator_user = self.bench.seed_rates, self.bench.migrator.user
+        self.total = time.time() - self.started
+        if self.rows_file:
+            args = dict(vars(self.args), skip=sorted(self.args.skip))
+            self.rows_file.write_text(json.dumps(dict({k: getattr(self, k) for k in self.SAVED}, args=args), default=str))
+
+    def load(self, path: str) -> None:
+        """The rows and settings of a saved run; where to write (--out, --no-write) is this invocation's."""
+        saved = json.loads(Path(path).read_text())
+        for k in self.SAVED:
+            setattr(self, k, saved[k])
+        kept = {k: getattr(self.args, k) for k in ("out", "no_write", "from_rows")}
+        vars(self.args).update(saved["args"], skip=set(saved["args"]["skip"]), **kept)
+        self.reps = self.args.reps
+
+
+def execute(run: Run) -> None:
+    from .contenders import Bench
+    from .intree import discover_svm
+    from .suites import Runner
+
+    args = run.args
+    workdir = Path(tempfile.mkdtemp(prefix="crdops-bench-"))
+    print(f"# workdir {workdir}; suites {args.suites}; reps {args.reps}", flush=True)
+    run.rows_file = workdir / "rows.json"
+    print(f"# rows saved to {run.rows_file} (report them with --from-rows if the run is cut short)", flush=True)
+    run.bench = Bench(workdir, kubectl="kubectl" not in args.skip, kcm="in-tree" not in args.skip)
+    try:
+        svm_version, run.svm_info = discover_svm(run.bench.kube)
+        runner = run.runner = Runner(run.bench, args, svm_version)
+        run.raw, runner.on_record = runner.raw, run.save
+        if "gentle" in args.suites:
+            runner.gentle(args.gentle_n, args.reps)
+            run.flow_schema = flow_schema_name(run.bench.kube, runner.probe.flow_schema_uid)
+        if "role" in args.suites:
+            runner.role(args.role_sizes, args.reps, rerun_n=args.role_sizes[0])
+        if "throughput" in args.suites:
+            runner.throughput(args.sizes, args.reps)
+        if "fleet" in args.suites:
+            runner.fleet(args.fleet_n, args.reps)
+    finally:
+        run.save()
+        run.bench.close()
+
+
+def flow_schema_name(kube, uid: str) -> str:
+    """The FlowSchema the apiserver reported for the probe (X-Kubernetes-PF-FlowSchema-UID)."""
+    if not uid:
+        return "the apiserver sent no FlowSchema header"
+    for fs in kube.get("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas").get("items", []):
+        if fs["metadata"]["uid"] == uid:
+            return f"the apiserver classified the probe's requests under FlowSchema `{fs['metadata']['name']}`"
+    return f"FlowSchema uid {uid}"
+
+
+def compute_ratios(run: Run) -> Ratios:
+    r, a = Ratios(run.raw), run.args
+    if "gentle" in a.suites:
+        r.gentle(a.gentle_n)
+    if "role" in a.suites:
+        sizes = a.role_sizes
+        r.role(sizes[1] if len(sizes) > 1 else sizes[0], (sizes[0], sizes[-1]), sizes[0])
+    if "throughput" in a.suites or "fleet" in a.suites:
+        r.throughput(a.sizes if "throughput" in a.suites else [])
+    return r
+
+
+def main(argv=None) -> int:
+    from .notes import notes
+    from .page import block
+
+    argv = sys.argv[1:] if argv is None else argv
+    run = Run(parse(argv), argv)
+    if run.args.from_rows:
+        run.load(run.args.from_rows)
+    else:
+        execute(run)
+    ratios = compute_ratios(run)
+    text = block(run, ratios.table(), notes(run, ratios))
+    print("\n" + text, flush=True)
+    if not run.args.no_write:
+        out = Path(run.args.out)
+        out.write_text(replace_block(out, text))
+        print(f"wrote {out}")
+    return 0 if run.raw and all(r["ok"] for r in run.raw) else 1

@@ -1,0 +1,95 @@
+"""Issue 13's targets (and issue 7's side-by-side ratios), computed from the rows of one run.
+
+Each ratio is (name, value, target, met, pace): `met` is None for a ratio without a target, `pace` names the
+setting the ours-numbers ran with. Throughput ratios are ours ÷ other, so higher is better for us.
+"""
+from __future__ import annotations
+
+import math
+
+from .stats import NAN, div, fmt, med, med_of, rows
+
+GENTLE_P99 = 2.0
+GENTLE_SHARE = 0.5
+MAX_SHARE = 0.95
+MAX_INTREE = 0.9
+FIXED_GROWTH = 0.10
+RERUN = 0.05
+
+
+class Ratios:
+    def __init__(self, raw: list):
+        self.raw = raw
+        self.items: list[tuple] = []
+
+    def add(self, name: str, value: float, target: str = "", met=None, pace: str = "") -> None:
+        if not math.isnan(value):
+            self.items.append((name, value, target, None if met is None else bool(met), pace))
+
+    def rate(self, suite: str, contender: str, n: int) -> float:
+        return med(self.raw, suite, contender, n, "objects_per_s")
+
+    def p99_ratio(self, contender: str, n: int, kind: str) -> float:
+        def one(r):
+            during = ((r.get("probe_during") or {}).get(kind) or {}).get("p99", NAN)
+            idle = ((r.get("probe_idle") or {}).get(kind) or {}).get("p99", NAN)
+            return div(during, idle)
+        return med_of([one(r) for r in rows(self.raw, "gentle", contender, n)])
+
+    def gentle(self, n: int) -> None:
+        ceiling, intree = self.rate("gentle", "ceiling", n), self.rate("gentle", "in-tree", n)
+        gentle, fast = self.rate("gentle", "ours-gentle", n), self.rate("gentle", "ours-max", n)
+        for kind in ("get", "list"):
+            v = self.p99_ratio("ours-gentle", n, kind)
+            self.add(f"probe {kind.upper()} p99 during ÷ idle, ours-gentle @ {n:,}", v, f"≤ {GENTLE_P99}",
+                     v <= GENTLE_P99, "gentle")
+            for other in ("ours-gentle-apf", "ours-max", "ceiling", "in-tree", "kubectl"):
+                self.add(f"probe {kind.upper()} p99 during ÷ idle, {other} @ {n:,}", self.p99_ratio(other, n, kind),
+                         pace={"ours-max": "max", "ours-gentle-apf": "gentle + APF"}.get(other, ""))
+        self.add(f"ours-gentle ÷ ceiling throughput @ {n:,} (default settings)", div(gentle, ceiling),
+                 f"≥ {GENTLE_SHARE}", div(gentle, ceiling) >= GENTLE_SHARE, "gentle")
+        self.add(f"ours-max ÷ ceiling throughput @ {n:,}", div(fast, ceiling), f"≥ {MAX_SHARE}",
+                 div(fast, ceiling) >= MAX_SHARE, "max")
+        self.add(f"ours-gentle-apf ÷ ceiling throughput @ {n:,}", div(self.rate("gentle", "ours-gentle-apf", n), ceiling),
+                 pace="gentle + APF")
+        bound = div(ceiling, intree)
+        self.add(f"(bound) ceiling ÷ in-tree throughput @ {n:,}", bound)
+        self.add(f"ours-max ÷ in-tree throughput @ {n:,}", div(fast, intree),
+                 f"≥ {MAX_INTREE} × bound = {MAX_INTREE * bound:.2f}", div(fast, intree) >= MAX_INTREE * bound, "max")
+        self.add(f"ours-gentle ÷ in-tree throughput @ {n:,}", div(gentle, intree), pace="gentle")
+        kubectl = self.rate("gentle", "kubectl", n)
+        self.add(f"ours-max ÷ kubectl throughput @ {n:,}", div(fast, kubectl), pace="max")
+        self.add(f"(bound) ceiling ÷ kubectl throughput @ {n:,}", div(ceiling, kubectl))
+
+    def role(self, e2e_n: int, fixed_ns: tuple, rerun_n: int) -> None:
+        e2e, restore = med(self.raw, "role", "role", e2e_n), med(self.raw, "role", "role", e2e_n, "restore_s")
+        self.add(f"role end to end ÷ re-store task @ {e2e_n:,}", div(e2e, restore), pace="default")
+        small, large = (med(self.raw, "role", "role", n, "fixed_s") for n in fixed_ns)
+        growth = div(large - small, small)
+        self.add(f"role fixed overhead {fixed_ns[0]:,} → {fixed_ns[1]:,}: growth (s {small:.1f} → {large:.1f})", growth,
+                 f"≤ {FIXED_GROWTH:.0%} (as a fraction)", abs(growth) <= FIXED_GROWTH, "default")
+        first, again = med(self.raw, "role", "module", rerun_n), med(self.raw, "role", "module-rerun", rerun_n)
+        self.add(f"rerun ÷ first, crd_storage_migrate playbook @ {rerun_n:,}", div(again, first), f"≤ {RERUN}",
+                 div(again, first) <= RERUN, "default")
+        first, again = med(self.raw, "role", "role", rerun_n), med(self.raw, "role", "role-rerun", rerun_n)
+        self.add(f"rerun ÷ first, the whole role @ {rerun_n:,}", div(again, first), pace="default")
+
+    def throughput(self, sizes: list) -> None:
+        for n in sizes:
+            c, o, d = (med(self.raw, "throughput", x, n) for x in ("ceiling", "ours-best", "ours-default"))
+            self.add(f"ours-best ÷ ceiling throughput @ {n:,}", div(c, o))
+            self.add(f"ours-default ÷ ceiling throughput @ {n:,}", div(c, d), pace="default")
+            i, k = med(self.raw, "throughput", "in-tree", n), med(self.raw, "throughput", "kubectl", n)
+            self.add(f"ours-best ÷ in-tree (create→Succeeded) throughput @ {n:,}", div(i, o))
+            self.add(f"(bound) ceiling ÷ in-tree throughput @ {n:,}", div(i, c))
+            self.add(f"ours-best ÷ kubectl throughput @ {n:,}", div(k, o))
+            self.add(f"ansible-playbook ÷ ours direct, time @ {n:,}", div(med(self.raw, "throughput", "ansible", n), o))
+            self.add(f"forced re-pass ÷ first, time (engine, force) @ {n:,}", div(med(self.raw, "throughput", "rerun", n), o))
+        f3, f1 = (med(self.raw, "fleet", c) for c in ("fleet-3", "fleet-1"))
+        self.add("fleet (3 clusters) ÷ single, time", div(f3, f1), "≤ 1.3", div(f3, f1) <= 1.3)
+
+    def table(self) -> str:
+        lines = ["| ratio | value | target | met | pace |", "|---|---:|---|---|---|"]
+        for name, value, target, met, pace in self.items:
+            lines.append(f"| {name} | {fmt(value)} | {target} | {'' if met is None else ('yes' if met else '**no**')} | {pace} |")
+        return "\n".join(lines)

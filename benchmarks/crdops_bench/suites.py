@@ -1,0 +1,208 @@
+"""What one run measures. Every suite seeds fresh data per contender and repetition, checks every etcd key
+afterwards (a wrong answer is a FAILED row, never a fast one) and removes the data again.
+
+  gentle      the probe's GET/LIST latency idle vs during, and the throughput, of ceiling, ours-gentle,
+              ours-max, in-tree and kubectl at one N (issue 13's gentleness and ratio targets)
+  role        the crd_upgrade role end to end at each N, its re-store task, its fixed overhead, and a rerun
+  throughput  ceiling, ours (default and best workers), ansible-playbook, forced re-pass, in-tree, kubectl
+              at each N, with the engine's peak RSS
+  fleet       ansible-playbook over 3 clusters (forks 3) vs 1 cluster, each capped with max_qps
+"""
+from __future__ import annotations
+
+import functools
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from . import apf, data, identities, role
+from .intree import InTree
+from .probe import Probe, create_configmaps
+
+GENTLE = ("ceiling", "ours-gentle", "ours-max", "in-tree", "kubectl")
+APF = "ours-gentle-apf"  # --apf: ours-gentle under the shipped FlowSchema (apf.py)
+THROUGHPUT = ("ceiling", "ours-default", "ours-best", "ansible", "in-tree", "kubectl")
+
+
+def rotated(order: tuple, rep: int) -> list:
+    """A different first contender per repetition: no position bias."""
+    k = rep % len(order)
+    return list(order[k:] + order[:k])
+
+
+class IdleWindow:
+    """A gentle contender's `ready`: sleeps through the idle window and keeps the probe's summary of it."""
+
+    def __init__(self, probe: Probe, seconds: float):
+        self.probe, self.seconds = probe, seconds
+        self.window: dict | None = None
+
+    def __call__(self) -> None:
+        t0 = time.monotonic()
+        time.sleep(self.seconds)
+        self.window = self.probe.window(t0, time.monotonic())
+
+
+class Runner:
+    def __init__(self, bench, args, svm_version: str):
+        self.bench, self.args = bench, args
+        self.intree = InTree(bench, svm_version)
+        self.raw: list[dict] = []
+        self.probe: Probe | None = None
+        self.on_record = None  # called after every row (the run saves its rows)
+
+    def record(self, suite: str, contender: str, n: int, rep: int, out: dict, verified: tuple[bool, str]) -> dict:
+        ok, counts = verified
+        row = {k: v for k, v in out.items() if k not in ("result", "t0", "t1")}
+        row.update(suite=suite, contender=contender, n=n, rep=rep, etcd=counts, note=out.get("note", ""))
+        row["ok"] = ok and not row["note"]
+        row["objects_per_s"] = n / out["seconds"] if out["seconds"] else float("nan")
+        self.raw.append(row)
+        if self.on_record:
+            self.on_record()
+        extra = f" rss={row['rss_kb'] / 1024:.0f}MiB" if row.get("rss_kb") else ""
+        print(f"  {suite:<10} {contender:<14} N={n:<6} rep={rep} {out['seconds']:8.2f}s {row['objects_per_s']:8.0f} obj/s "
+              f"{'ok' if row['ok'] else 'FAILED'}{extra}  [{counts}] {row['note'][:300]}", flush=True)
+        return row
+
+    def once(self, suite: str, tag: str, label: str, n: int, rep: int, fn, keep: bool = False) -> tuple[str, dict]:
+        """Seed, run `fn(group)`, verify, record, drop (unless keep)."""
+        group = self.bench.seed(tag, n)
+        out = fn(group)
+        row = self.record(suite, label, n, rep, out, self.bench.verify(group, n))
+        if not keep:
+            self.bench.drop(group)
+        return group, row
+
+    # ---- gentle ----------------------------------------------------------------------------------
+    def start_probe(self) -> Probe:
+        kube, cluster = self.bench.kube, self.bench.cluster
+        ident = identities.probe(kube, cluster.server, str(cluster.pki.ca_cert))
+        create_configmaps(kube)
+        self.probe = Probe(ident).start()
+        time.sleep(2)  # the first requests pay the TLS handshake: not part of anyone's idle window
+        return self.probe
+
+    def gentle_contender(self, name: str, group: str, ready) -> dict:
+        b, w = self.bench, self.args.ceiling_workers
+        if name == "ceiling":
+            return b.ceiling(group, w, ready)
+        if name == APF:
+            with apf.shipped(b.kube, b.migrator):
+                return b.engine(group, {"pace": "gentle"}, ready)
+        if name in ("ours-gentle", "ours-max"):
+            return b.engine(group, {"pace": name.split("-")[1]}, ready)
+        if name == "in-tree":
+            # the work alone: from Running (set once the GC-cache check passed) to Succeeded; the wait before
+            # it is kept as wait_s (the controller's, not the apiserver's: nothing is sent but LISTs)
+            out = self.intree.migrate(group, ready)
+            return dict(out, seconds=out["active_seconds"], t0=out["t_running"], wait_s=out["t_running"] - out["t0"])
+        return b.kubectl_replace(group, ready)
+
+    def gentle_run(self, name: str, idle: "IdleWindow", group: str) -> dict:
+        out = self.gentle_contender(name, group, idle)
+        return dict(out, probe_idle=idle.window, probe_during=self.probe.window(out["t0"], out["t1"]))
+
+    def gentle(self, n: int, reps: int) -> None:
+        probe = self.start_probe()
+        try:
+            for rep in range(reps):
+                print(f"# gentle N={n} rep {rep + 1}/{reps}", flush=True)
+                for name in rotated(GENTLE + ((APF,) if self.args.apf else ()), rep):
+                    if name in self.args.skip or (name == "kubectl" and not self.bench.kubectl):
+                        continue
+                    idle = IdleWindow(probe, self.args.idle_seconds)
+                    self.once("gentle", name[:2], name, n, rep, functools.partial(self.gentle_run, name, idle))
+        finally:
+            probe.stop()
+
+    # ---- role ------------------------------------------------------------------------------------
+    def role(self, sizes: list, reps: int, rerun_n: int) -> None:
+        for n in sizes:
+            for rep in range(reps):
+                print(f"# role N={n} rep {rep + 1}/{reps}", flush=True)
+                group = self.bench.seed("r", n, flip=False)
+                first = role.run_role(self.bench, group, n)
+                self.record("role", "role", n, rep, first, self.bench.verify(group, n))
+                if n == rerun_n:
+                    again = role.run_role(self.bench, group, n, releases=first["releases"])
+                    self.record("role", "role-rerun", n, rep, again, self.bench.verify(group, n))
+                self.bench.drop(group)
+                if n == rerun_n:
+                    self.module_rerun(n, rep)
+
+    def module_rerun(self, n: int, rep: int) -> None:
+        """crd_storage_migrate in a playbook, then the same playbook again (the record skips the CRD, one
+        managedFields-only LIST remains): issue 13's rerun ÷ first."""
+        b = self.bench
+        g, _row = self.once("role", "m", "module", n, rep, lambda g: b.ansible(g, None), keep=True)
+        self.record("role", "module-rerun", n, rep, b.ansible(g, None), b.verify(g, n))
+        b.drop(g)
+
+    # ---- throughput (the side-by-side of issue 7) ------------------------------------------------
+    def throughput_contender(self, name: str, n: int, rep: int) -> None:
+        b, w = self.bench, self.args.best_workers
+        if name == "ceiling":
+            self.once("throughput", "c", "ceiling", n, rep, lambda g: b.ceiling(g, w))
+        elif name == "ours-default":
+            self.once("throughput", "d", "ours-default", n, rep, lambda g: b.engine(g, {}))
+        elif name == "ours-best":
+            g, _row = self.once("throughput", "b", "ours-best", n, rep, lambda g: b.engine(g, {"workers": w}), keep=True)
+            out = b.engine(g, {"workers": w})  # again on migrated data: every write elided
+            out["note"] = out["note"] or ("" if out["rewritten"] == 0 else f"rewritten={out['rewritten']}")
+            self.record("throughput", "rerun", n, rep, out, b.verify(g, n))
+            b.drop(g)
+        elif name == "ansible":
+            g, _row = self.once("throughput", "a", "ansible", n, rep, lambda g: b.ansible(g, w), keep=True)
+            # the same playbook again, as a user reruns it: the migration record skips the CRD
+            self.record("throughput", "rerun-ansible", n, rep, b.ansible(g, w), b.verify(g, n))
+            b.drop(g)
+        elif name == "in-tree":
+            def intree(g):
+                out = self.intree.migrate(g)
+                self.record("throughput", "in-tree-active", n, rep, dict(out, seconds=out["active_seconds"]), b.verify(g, n))
+                return out
+            self.once("throughput", "i", "in-tree", n, rep, intree)
+        elif name == "kubectl" and b.kubectl:
+            self.once("throughput", "k", "kubectl", n, rep, b.kubectl_replace)
+
+    def throughput(self, sizes: list, reps: int) -> None:
+        for n in sizes:
+            for rep in range(reps):
+                print(f"# throughput N={n} rep {rep + 1}/{reps}", flush=True)
+                for name in rotated(THROUGHPUT, rep):
+                    if name not in self.args.skip and not (name == "kubectl" and n != sizes[0]):
+                        self.throughput_contender(name, n, rep)
+
+    # ---- fleet -----------------------------------------------------------------------------------
+    def fleet(self, n: int, reps: int) -> None:
+        """3 clusters vs 1, as admin (one identity per cluster would need three token set-ups)."""
+        from tests.controlplane.cluster import admin_kube, start_fleet
+
+        print(f"# fleet: 3 clusters x {n} objects, max_qps={self.args.fleet_qps}, forks 3 vs 1 cluster", flush=True)
+        fleet = start_fleet(3, self.bench.workdir / "fleet", self.bench.binaries, prefix="bfleet")
+        try:
+            members = [(c, admin_kube(c)) for c in fleet.clusters]
+            hosts = {c.name: {"kubeconfig": str(fleet.kubeconfig), "context": c.name} for c in fleet.clusters}
+            for rep in range(reps):
+                for label, count in (("fleet-3", 3), ("fleet-1", 1)):
+                    self.fleet_once(label, members[:count], {h: hosts[h] for h in list(hosts)[:count]}, n, rep)
+        finally:
+            fleet.stop()
+
+    def fleet_once(self, label: str, members: list, hosts: dict, n: int, rep: int) -> None:
+        group = self.bench.new_group("f")
+        with ThreadPoolExecutor(len(members)) as ex:
+            list(ex.map(lambda ck: data.seed(ck[1], ck[0].etcd_url, group, n), members))
+        task = {"kubeconfig": "{{ kc }}", "context": "{{ ctx }}", "names": [data.crd_name(group)],
+                "workers": self.args.best_workers, "max_qps": self.args.fleet_qps}
+        play = [{"name": "bench", "hosts": "all", "gather_facts": False,
+                 "tasks": [{"name": "migrate", "crdops.migration.crd_storage_migrate": task}]}]
+        inventory = {"all": {"hosts": {h: {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+                                           "kc": v["kubeconfig"], "ctx": v["context"]} for h, v in hosts.items()}}}
+        out = self.bench.playbook(play, inventory, forks=3)
+        out.pop("output")
+        checks = [data.verify(c.etcd_url, group, n) for c, _k in members]
+        self.record("fleet", label, n * len(members), rep, out,
+                    (all(ok for ok, _c in checks), "; ".join(c for _ok, c in checks)))
+        for c, k in members:
+            data.drop(k, c.etcd_url, group)

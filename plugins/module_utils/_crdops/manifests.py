@@ -1,0 +1,199 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# PRIVATE: for internal use by crdops.migration only; may change in any release
+"""The one reader of CRD manifests, for the role (through a filter plugin) and every module.
+
+A release is usually shipped as one file holding its CRDs next to a Namespace, a Deployment and RBAC:
+documents that are not CRDs are skipped and reported, never an error. A CRD at
+``apiextensions.k8s.io/v1beta1`` is an error: the apiserver stopped serving that API in Kubernetes 1.22,
+so such a manifest cannot be the release being applied.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from .errors import BadInputError
+
+try:
+    import yaml
+
+    HAS_YAML = True
+except ImportError:  # pragma: no cover
+    HAS_YAML = False
+
+CRD_KIND = "CustomResourceDefinition"
+CRD_API_VERSION = "apiextensions.k8s.io/v1"
+_GLOB_CHARS = ("*", "?", "[")
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A document that is not a CRD: where it is and what it is."""
+
+    source: str
+    index: str
+    kind: str
+
+    def as_dict(self) -> Dict[str, str]:
+        return {"file": self.source, "index": self.index, "kind": self.kind}
+
+    def __str__(self) -> str:
+        return "%s document %s (%s)" % (self.source, self.index, self.kind)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One CRD document, its ``status`` removed (a manifest's status is never applied)."""
+
+    doc: Dict[str, Any]
+    source: str
+    index: str
+
+    @property
+    def name(self) -> str:
+        return str(self.doc["metadata"]["name"])
+
+    @property
+    def label(self) -> str:
+        return "%s document %s" % (self.source, self.index)
+
+
+@dataclass
+class ManifestSet:
+    files: List[str] = field(default_factory=list)
+    crds: List[Manifest] = field(default_factory=list)
+    skipped: List[Skipped] = field(default_factory=list)
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {"files": list(self.files), "crds": [m.doc for m in self.crds],
+                "skipped": [s.as_dict() for s in self.skipped]}
+
+
+def _is_glob(path: str) -> bool:
+    return any(c in path for c in _GLOB_CHARS)
+
+
+def _resolve(path: str, base_dir: Optional[str]) -> str:
+    path = os.path.expanduser(path)
+    if base_dir and not os.path.isabs(path):
+        path = os.path.join(base_dir, path)
+    return path
+
+
+def expand_paths(paths: Sequence[str], base_dir: Optional[str] = None) -> List[str]:
+    """Paths and globs to files, in the given order; a glob's matches sorted. Relative to ``base_dir``."""
+    out: List[str] = []
+    for item in paths:
+        path = _resolve(str(item), base_dir)
+        if _is_glob(path):
+            out.extend(sorted(p for p in glob.glob(path) if os.path.isfile(p)))
+        else:
+            out.append(path)
+    return out
+
+
+def _load_file(path: str) -> List[Any]:
+    if not HAS_YAML:
+        raise BadInputError("PyYAML is required to read CRD manifest files (%s)" % path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return list(yaml.safe_load_all(fh))
+    except OSError as exc:
+        raise BadInputError("cannot read CRD manifest %s: %s" % (path, exc.strerror or exc)) from exc
+    except yaml.YAMLError as exc:
+        raise BadInputError("CRD manifest %s is not valid YAML: %s" % (path, exc)) from exc
+
+
+def _documents(docs: Sequence[Any]) -> Iterator[Tuple[str, Any]]:
+    """(index, document) of a file's documents; the items of a ``kind: List`` document count one each."""
+    for i, doc in enumerate(docs):
+        if doc is None:
+            continue  # an empty document, e.g. after a trailing ---
+        if isinstance(doc, dict) and doc.get("kind") == "List":
+            for j, item in enumerate(doc.get("items") or []):
+                yield "%d.items[%d]" % (i, j), item
+        else:
+            yield str(i), doc
+
+
+def _is_crd(doc: Any, where: str) -> bool:
+    """True for a CRD at apiextensions.k8s.io/v1, False for any other document; an error for an old CRD."""
+    if not isinstance(doc, dict) or doc.get("kind") != CRD_KIND:
+        return False
+    api_version = doc.get("apiVersion")
+    if api_version != CRD_API_VERSION:
+        raise BadInputError(
+            "%s: CustomResourceDefinition at apiVersion %r, not %s (apiextensions.k8s.io/v1beta1 is not served "
+            "since Kubernetes 1.22): use the release's apiextensions.k8s.io/v1 manifests" % (where, api_version,
+                                                                                             CRD_API_VERSION))
+    if not (doc.get("metadata") or {}).get("name"):
+        raise BadInputError("%s: CustomResourceDefinition without metadata.name" % where)
+    return True
+
+
+def _kind_of(doc: Any) -> str:
+    if isinstance(doc, dict):
+        return str(doc.get("kind") or "no kind")
+    return "not a mapping: %s" % type(doc).__name__
+
+
+class ManifestReader:
+    """Reads files and inline CRD dicts into one ManifestSet; ``label`` names the option in messages."""
+
+    def __init__(self, label: str = "manifests", base_dir: Optional[str] = None) -> None:
+        self.label = label
+        self.base_dir = base_dir
+        self.result = ManifestSet()
+
+    def add_doc(self, doc: Any, source: str, index: str) -> None:
+        if _is_crd(doc, "%s document %s" % (source, index)):
+            crd = dict((k, v) for k, v in doc.items() if k != "status")
+            self.result.crds.append(Manifest(doc=crd, source=source, index=index))
+        else:
+            self.result.skipped.append(Skipped(source=source, index=index, kind=_kind_of(doc)))
+
+    def add_file(self, path: str) -> None:
+        self.result.files.append(path)
+        for index, doc in _documents(_load_file(path)):
+            self.add_doc(doc, path, index)
+
+    def read(self, items: Sequence[Any]) -> ManifestSet:
+        for position, item in enumerate(items or ()):
+            if isinstance(item, dict):
+                self.add_doc(item, "%s[%d]" % (self.label, position), "0")
+            elif isinstance(item, str):
+                for path in expand_paths([item], self.base_dir):
+                    self.add_file(path)
+            else:
+                raise BadInputError("%s[%d]: expected a file path, a glob or a CRD as a dictionary, got %s"
+                                    % (self.label, position, type(item).__name__))
+        if items and not self.result.crds:
+            raise BadInputError("%s: no CustomResourceDefinition in %s%s" % (
+                self.label, ", ".join(str(i) if isinstance(i, str) else "an inline document" for i in items),
+                ("; skipped: " + ", ".join(str(s) for s in self.result.skipped)) if self.result.skipped else ""))
+        return self.result
+
+
+def read_manifests(items: Sequence[Any], label: str = "manifests", base_dir: Optional[str] = None) -> ManifestSet:
+    """Read CRD manifests: file paths, globs (relative ones against ``base_dir``) and CRDs as dicts.
+
+    Multi-document files and ``kind: List`` documents are read; documents that are not CRDs are skipped
+    and listed in ``skipped``. Errors (BadInputError) name the file and document: a file that cannot be
+    read or is not YAML, a CRD that is not ``apiextensions.k8s.io/v1``, or no CRD at all in a non-empty
+    ``items``.
+    """
+    return ManifestReader(label, base_dir).read(items)
+
+
+def skipped_summary(skipped: Sequence[Skipped]) -> str:
+    """``N documents skipped (not CRDs): <file> document <i> (<kind>), ...``; empty when none."""
+    if not skipped:
+        return ""
+    plural = "" if len(skipped) == 1 else "s"
+    return "%d document%s skipped (not CRDs): %s" % (len(skipped), plural, ", ".join(str(s) for s in skipped))

@@ -1,0 +1,87 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+from __future__ import annotations
+
+from ansible_collections.crdops.migration.plugins.filter.phases import (
+    FilterModule, crd_upgrade_etcd_records, crd_upgrade_flipped, crd_upgrade_plan, crd_upgrade_report_clusters,
+    crd_upgrade_result_crds)
+
+
+def live(name, stored, storage, **extra):
+    return dict({"name": name, "stored_versions": stored, "storage_version": storage, "object_count": 5,
+                 "blocked_removals": [], "removed_versions": [], "target_found": True,
+                 "conversion": {"strategy": "None"}, "migration_record": {"valid": False}}, **extra)
+
+
+def test_plan_after_the_flip_of_release_n():
+    before = [live("a.io", ["v1"], "v1"),                               # release N flips it to v2
+              live("b.io", ["v1", "v2"], "v2", removed_versions=["v2"]),  # stored twice; N+1 drops the storage
+              live("c.io", ["v2"], "v2", conversion=None, migration_record={"valid": True})]
+    del before[2]["target_found"]
+    plan = crd_upgrade_plan(before, ["a.io", "b.io", "c.io", "new.io"], {"a.io": "v2", "new.io": "v1"})
+    a, b, c, new = plan
+    assert (a["storage_after_flip"], a["needs_migration"], a["target_removes_storage"]) == ("v2", True, False)
+    assert (b["storage_after_flip"], b["needs_migration"], b["target_removes_storage"]) == ("v2", True, True)
+    assert (c["needs_migration"], c["target_found"], c["conversion"], c["migration_record_valid"]) == (False, False, "None", True)
+    assert new == {"name": "new.io", "new": True, "stored_versions": [], "object_count": 0, "storage_after_flip": "v1",
+                   "needs_migration": False, "blocked_removals": [], "removed_versions": [],
+                   "target_removes_storage": False}
+    assert crd_upgrade_plan([], [], {}) == []
+
+
+def test_flipped_names_changed_and_new_crds():
+    before = [{"name": "a.io", "storage_version": "v1"}, {"name": "b.io", "storage_version": "v2"}]
+    now = [{"name": "a.io", "storage_version": "v2"}, {"name": "b.io", "storage_version": "v2"},
+           {"name": "n.io", "storage_version": "v1"}]
+    assert crd_upgrade_flipped(now, before) == ["a.io", "n.io"]
+    assert crd_upgrade_flipped(before, before) == []
+
+
+def test_etcd_records():
+    scan = {"name": "a.io", "expected_api_version": "g/v2", "key_count": 4, "counts": {"g/v2": 3, "g/v1": 1},
+            "mismatched_keys": ["/registry/g/as/ns/x"], "mismatched": 1, "verified": False}
+    assert crd_upgrade_etcd_records([scan]) == [{
+        "name": "a.io", "want": "g/v2", "key_count": 4, "counts": {"g/v2": 3, "g/v1": 1},
+        "keys_not_at_storage": ["/registry/g/as/ns/x"], "mismatched": 1, "revision": None, "ok": False}]
+
+
+def test_result_starts_from_the_plan_and_each_phase_fills_in_its_part():
+    plan = crd_upgrade_plan([live("a.io", ["v1"], "v1"), live("b.io", ["v2"], "v2")], ["a.io", "b.io"], {"a.io": "v2"})
+    only_plan = crd_upgrade_result_crds(plan)
+    assert only_plan[0] == {
+        "name": "a.io", "new": False, "stored_before": ["v1"], "storage_before": "v1", "storage_version": "v2",
+        "objects": 5, "blocked_removals": [], "removed_versions": [], "conversion": "None", "stored_after": None,
+        "listed": None, "rewritten": None, "unchanged": None, "gone": None, "failed": None, "duration_s": None,
+        "objects_per_s": None, "skipped": None, "first_failure": None, "trimmed": False, "etcd": None,
+        "upgraded": False, "read_back": None}
+    assert list(only_plan[0]) == list(only_plan[1])
+    migrated = [{"name": "a.io", "listed": 5, "rewritten": 4, "unchanged": 0, "gone": 0, "failed": 1, "duration_s": 0.5,
+                 "objects_per_s": 10.0, "skipped": False, "storage_version": "v2",
+                 "first_failures": [{"namespace": "ns", "name": "w", "status": 422, "message": "invalid"}]},
+                {"name": "b.io", "listed": 0, "failed": 0, "aborted_reason": "stopped", "first_failures": []},
+                {"name": "not-planned.io", "listed": 9}]
+    verified = [{"name": "a.io", "stored_versions": ["v1", "v2"], "storage_version": "v2"}]
+    trimmed = [{"name": "a.io", "changed": True, "stored_versions_after": ["v2"]}]
+    etcd = [{"name": "a.io", "key_count": 5, "counts": {"g/v2": 5}, "ok": True}]
+    a, b = crd_upgrade_result_crds(plan, migrated=migrated, verified=verified, trimmed=trimmed, etcd=etcd)
+    assert (a["listed"], a["rewritten"], a["failed"], a["first_failure"]) == (5, 4, 1, "ns/w: HTTP 422 invalid")
+    assert (a["stored_after"], a["trimmed"], a["etcd"], a["upgraded"]) == (["v2"], True, {"key_count": 5, "counts": {"g/v2": 5}, "ok": True}, False)
+    assert (b["first_failure"], b["stored_after"]) == ("stopped", None)
+    upgraded = [{"name": "a.io", "stored_versions": ["v2"], "storage_version": "v3"}]
+    (a, _b) = crd_upgrade_result_crds(plan, verified=verified, upgraded=upgraded, read_back={"a.io": 5})
+    assert (a["stored_after"], a["storage_version"], a["upgraded"], a["read_back"]) == (["v2"], "v3", True, 5)
+
+
+def test_report_clusters_mark_hosts_that_did_not_run():
+    hostvars = {"h1": {"crd_upgrade_result": {"cluster": "h1", "status": "ok"}}, "h2": {"context": "kind-h2"}, "h3": {}}
+    h1, h2, h3 = crd_upgrade_report_clusters(["h1", "h2", "h3"], hostvars)
+    assert h1 == {"cluster": "h1", "status": "ok"}
+    assert (h2["cluster"], h2["context"], h2["status"], h2["crds"], h2["totals"]) == (
+        "h2", "kind-h2", "not run", [], {"objects": 0, "rewritten": 0, "unchanged": 0, "failed": 0})
+    assert (h3["context"], h3["failed_phase"], h3["duration_s"]) == ("", None, None)
+
+
+def test_filter_names():
+    assert sorted(FilterModule().filters()) == ["crd_upgrade_etcd_records", "crd_upgrade_flipped", "crd_upgrade_plan",
+                                                "crd_upgrade_report_clusters", "crd_upgrade_result_crds"]
