@@ -20,7 +20,7 @@ def truncate(text, length, end="...", leeway=5):
 
 
 def _resource(crd):
-    return {"group": crd.get("group"), "resource": str(crd.get("name")).split(".")[0]}
+    return {"group": crd.get("group"), "resource": str(crd.get("name")).split(".", maxsplit=1)[0]}
 
 
 def _crd_verbs(existing, names, migrate, apply):
@@ -32,7 +32,7 @@ def _crd_verbs(existing, names, migrate, apply):
 def _canary_checks(existing, canary):
     out = []
     for doc in canary or []:
-        group = str(doc.get("apiVersion", "")).split("/")[0]
+        group = str(doc.get("apiVersion", "")).split("/", maxsplit=1)[0]
         crd = next((c for c in existing if c.get("group") == group and c.get("kind") == doc.get("kind")), None)
         if crd is None:
             continue

@@ -232,9 +232,18 @@ skipped_documents:
   type: list
   elements: dict
   contains:
-    file: {description: The file (or C(target_manifests[<n>]) for a dictionary)., type: str, returned: always}
-    index: {description: The document index in the file (C(<n>.items[<m>]) inside a C(kind: List))., type: str, returned: always}
-    kind: {description: The document's C(kind)., type: str, returned: always}
+    file:
+      description: The file (or C(target_manifests[<n>]) for a dictionary).
+      type: str
+      returned: always
+    index:
+      description: "The document index in the file (C(<n>.items[<m>]) inside a C(kind: List))."
+      type: str
+      returned: always
+    kind:
+      description: The document's C(kind).
+      type: str
+      returned: always
   sample: [{file: crds/release-2.0.yaml, index: "0", kind: Namespace}]
 '''
 

@@ -83,9 +83,17 @@ options:
     type: int
     default: 500
   workers:
-    description: Concurrent no-op writes during the re-store. Must be greater than 0.
+    description: Concurrent no-op writes during the re-store at most. Must be greater than 0.
     type: int
     default: 8
+  pace:
+    description:
+      - V(gentle) adapts the writes in flight (1 to O(workers)) to their latency; V(max) keeps O(workers) writes in flight.
+        See the option of the same name of M(crdops.migration.crd_storage_migrate). O(max_qps) caps both.
+    type: str
+    choices: [gentle, max]
+    default: gentle
+    version_added: 1.1.0
   max_qps:
     description: Cap on requests per second. Unset - no cap.
     type: float
@@ -187,6 +195,7 @@ OPTIONS = dict(
     previous_manifests=dict(type="list", elements="raw", default=[]),
     page_size=dict(type="int", default=500),
     workers=dict(type="int", default=8),
+    pace=dict(type="str", choices=["gentle", "max"], default="gentle"),
     max_qps=dict(type="float"),
     retry_deadline=dict(type="float", default=120),
     wait_timeout=dict(type="float", default=60),
@@ -203,8 +212,8 @@ class Repair(Job):
         self.options = RepairOptions(
             versions=tuple(p["versions"] or ()), check_mode=self.check_mode, wait_timeout=p["wait_timeout"],
             previous_manifests=tuple(p["previous_manifests"] or ()),  # a path's ~ is expanded where the file is read
-            restore=RestoreOptions(page_size=p["page_size"], workers=p["workers"], check_mode=self.check_mode,
-                                   preflight_sample=0))
+            restore=RestoreOptions(page_size=p["page_size"], workers=p["workers"], pace=p["pace"],
+                                   check_mode=self.check_mode, preflight_sample=0))
         self.options.validate()
         self.require_etcd_client()
 

@@ -93,3 +93,14 @@ def test_progress_file(cluster, capsys, tmp_path):
     assert out["_rc"] == 0
     data = json.loads(pf.read_text())
     assert data["cluster"] == "test-cluster" and data["current"]["done"] == 12 and data["crds_done"] == 1
+
+
+@pytest.mark.parametrize("pace,limit", [(None, 1), ("gentle", 1), ("max", 3)])
+def test_pace_is_gentle_by_default_and_max_on_request(cluster, capsys, pace, limit):
+    args = {"names": [NAME], "page_size": 5, "workers": 3}
+    if pace:
+        args["pace"] = pace
+    out = run(crd_storage_migrate, args, capsys)
+    got = out["crds"][0]["pace"]
+    assert out["_rc"] == 0 and got["mode"] == (pace or "gentle") and got["workers"] == 3
+    assert got["min_limit"] == limit  # gentle starts at one write in flight; max stays at workers

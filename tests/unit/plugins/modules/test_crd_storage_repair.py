@@ -45,3 +45,11 @@ def test_failure_names_cluster_and_crd_and_returns_what_was_done(cluster, capsys
 def test_bad_options_are_refused_before_connecting(cluster, capsys):
     out = run({"names": [NAME], "wait_timeout": -1}, capsys)
     assert out["_rc"] == 1 and "wait_timeout" in out["msg"] and cluster.calls == []
+
+
+def test_the_pace_of_the_re_store_is_an_option(cluster, capsys):
+    done = run({"names": [NAME], "page_size": 2, "workers": 2, "wait_timeout": 0, "pace": "max"}, capsys)
+    assert done["_rc"] == 0 and done["crds"][0]["restore"]["pace"]["mode"] == "max"
+    assert done["crds"][0]["restore"]["pace"]["final_limit"] == 2
+    bad = run({"names": [NAME], "pace": "fast"}, capsys)
+    assert bad["_rc"] == 1 and "pace" in bad["msg"]
