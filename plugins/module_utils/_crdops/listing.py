@@ -60,14 +60,8 @@ def list_pages(
     version: Optional[str] = None,
     stats: Optional[ListStats] = None,
     max_relists: int = 10,
-    grow_to: Optional[int] = None,
 ) -> Iterator[List[ObjectRef]]:
     """Yield pages of :class:`ObjectRef` across all namespaces; nothing is kept across pages.
-
-    ``grow_to``: double the page size, up to this many objects, while a page stays under
-    ``PAGE_BYTES_BUDGET`` (judged by the bytes per object of the page just read): fewer round trips for a
-    pass that writes few objects, and no large page where metadata is large (a client-side apply keeps the
-    whole object in an annotation).
 
     On 410 Gone, continue with the inconsistent continue token from the Status body when the
     server gives one, else relist from scratch (objects created since are already at the new
@@ -78,9 +72,8 @@ def list_pages(
     stats = stats if stats is not None else ListStats()
     path = crd.resource_path(version)
     token: Optional[str] = None
-    limit = page_size
     while True:
-        query = [("limit", str(limit))]
+        query = [("limit", str(page_size))]
         if token:
             query.append(("continue", token))
         resp = transport.request("GET", path, query=query, accept=ACCEPT_PARTIAL_LIST)
@@ -106,23 +99,10 @@ def list_pages(
         stats.pages += 1
         stats.listed += len(refs)
         token = (body.get("metadata") or {}).get("continue") or None
-        if grow_to is not None:
-            limit = next_limit(limit, len(resp.data), len(refs), grow_to)
         if refs:
             yield refs
         if not token:
             return
-
-
-PAGE_BYTES_BUDGET = 2 * 1024 * 1024
-
-
-def next_limit(limit: int, page_bytes: int, items: int, grow_to: int, budget: int = PAGE_BYTES_BUDGET) -> int:
-    """The next page size: twice this one (at most ``grow_to``) while it would stay within ``budget`` bytes."""
-    if items <= 0 or limit >= grow_to:
-        return limit
-    fits = int(budget * items // max(page_bytes, 1))
-    return max(limit, min(grow_to, limit * 2, fits))
 
 
 def first_page(transport: Transport, crd: Crd, limit: int,

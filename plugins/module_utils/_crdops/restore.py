@@ -59,8 +59,6 @@ from .transport import JSON, Transport, error_from_response
 
 FATAL_ERRORS = (ConversionWebhookError, ConnectionFailed, PermissionDenied, UnexpectedError)
 MAX_REPORTED_FAILURES = 20
-# a managedFields-only pass writes few objects, so its LIST dominates: its pages grow to this size (listing.py)
-MF_ONLY_PAGE = 2000
 
 ProbeFn = Callable[[Crd, List[ObjectRef]], None]
 ProgressFn = Callable[[Dict[str, Any]], None]
@@ -354,8 +352,7 @@ class RestorePass:
     def list_and_submit(self, executor: ThreadPoolExecutor) -> None:
         """List pages (metadata only) and hand each to the workers; a listing or probe failure stops the pass."""
         try:
-            for refs in list_pages(self.transport, self.crd, self.options.page_size, stats=self.stats,
-                                   grow_to=MF_ONLY_PAGE if self.mf_only else None):
+            for refs in list_pages(self.transport, self.crd, self.options.page_size, stats=self.stats):
                 if self.must_stop():
                     break
                 if self.stats.relists != self.relists_seen:

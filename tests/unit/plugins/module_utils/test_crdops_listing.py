@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import ApiError, PermissionDenied
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.listing import (
-    ListStats, count_objects, list_pages, next_limit)
+    ListStats, count_objects, list_pages)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.transport import ACCEPT_PARTIAL_LIST
 from tests.unit.crdops_fakes import FakeCluster, status
@@ -110,21 +110,3 @@ def test_count_unknown_without_remaining_item_count():
         return r
     c._route = route
     assert count_objects(c, get_crd(c, NAME)) is None
-
-
-def test_next_limit_doubles_up_to_grow_to_within_the_byte_budget_and_never_shrinks():
-    assert next_limit(500, 150_000, 500, 2000) == 1000
-    assert next_limit(1000, 300_000, 1000, 2000) == 2000
-    assert next_limit(2000, 600_000, 2000, 2000) == 2000
-    assert next_limit(500, 1_500_000, 500, 2000) == 699  # 3 KB per object: the next page stays under 2 MiB
-    assert next_limit(500, 50_000_000, 500, 2000) == 500  # large metadata: not below the page size asked for
-    assert next_limit(5000, 1000, 5000, 2000) == 5000 and next_limit(500, 0, 0, 2000) == 500
-
-
-def test_pages_grow_when_asked_and_every_object_is_listed_once():
-    c = cluster(45)
-    pages = list(list_pages(c, get_crd(c, NAME), 4, grow_to=16))
-    assert [len(p) for p in pages] == [4, 8, 16, 16, 1]
-    assert [r.key for p in pages for r in p] == sorted(c.objects[NAME])
-    limits = [q.get("limit") for m, p, q in c.calls if p.endswith("/crontabs")]
-    assert limits == ["4", "8", "16", "16", "16"]

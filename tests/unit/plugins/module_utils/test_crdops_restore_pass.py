@@ -149,12 +149,11 @@ def test_managed_fields_only_pass_after_a_relist_counts_each_object_once():
     expired = []
 
     def hook(method, path, q, body):
-        if method == "GET" and q.get("continue") == "a/obj-00003" and not expired:  # pages grow: 4, then 8
+        if method == "GET" and q.get("continue") == "a/obj-00007" and not expired:
             expired.append(1)
             return status(410, "The provided continue parameter is too old", "Expired")
     c.hooks.append(hook)
     from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import fix_managed_fields
     r = fix_managed_fields(c, get_crd(c, NAME), RestoreOptions(page_size=4, workers=2))
-    # listed: the first page (4), then all 12 again after the relist; the first 4 are skipped the second time
-    assert (r.listed, r.rewritten, r.unchanged, r.skipped_by_checkpoint) == (16, 1, 11, 4) and r.relists == 1
+    assert (r.listed, r.rewritten, r.unchanged, r.skipped_by_checkpoint) == (20, 1, 11, 8) and r.relists == 1
     assert c.crd_writes == 0  # no checkpoint, no record in this mode
