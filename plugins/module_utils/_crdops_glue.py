@@ -241,12 +241,21 @@ def execute(job):
     return job.result
 
 
+class _AnsibleModule(AnsibleModule):
+    """An AnsibleModule whose own failures (an argument of the wrong type, a missing required one, an unknown
+    one) carry ``error.kind`` too, as ``bad_input``: it fails them before any code of ours runs."""
+
+    def fail_json(self, msg, **kwargs):
+        kwargs.setdefault("error", BadInputError(msg).to_dict())
+        super().fail_json(msg, **kwargs)
+
+
 class CrdOpsModule:
     """AnsibleModule + dependency check + kubeconfig redaction; ``exit`` ends the module with a result."""
 
     def __init__(self, argument_spec, **kwargs):
         kwargs.setdefault("supports_check_mode", True)
-        self.module = AnsibleModule(argument_spec=argument_spec, **kwargs)
+        self.module = _AnsibleModule(argument_spec=argument_spec, **kwargs)
         self.params = self.module.params
         self.check_mode = self.module.check_mode
         secrets, problem = kubeconfig_check(self.params)

@@ -146,6 +146,17 @@ def test_a_kubeconfig_of_the_wrong_type_is_bad_input(cluster, capsys, module):
     assert out["error"]["kind"] == "bad_input" and cluster.connects == 0
 
 
+@pytest.mark.parametrize("module,args,words", [
+    (crd_storage_migrate, {"names": [NAME], "workers": "many"}, "workers"),
+    (crd_storage_verify, {"names": [NAME]}, "etcd_url"),
+    (crd_storage_info, {"names": [NAME], "no_such_option": 1}, "no_such_option"),
+])
+def test_ansible_argument_errors_are_bad_input_too(cluster, capsys, module, args, words):
+    out = run(module, args, capsys)
+    assert out["_rc"] == 1 and words in out["msg"] and out["error"]["kind"] == "bad_input"
+    assert out["error"]["msg"] == out["msg"] and cluster.connects == 0
+
+
 def test_without_the_kubernetes_library_nothing_runs(cluster, capsys, monkeypatch):
     monkeypatch.setattr(_crdops_glue._connection, "HAS_KUBERNETES", False)
     out = run(crd_storage_info, {"names": [NAME]}, capsys)
