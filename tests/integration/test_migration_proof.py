@@ -223,7 +223,7 @@ def test_bad_input_names_the_problem_and_writes_nothing(cluster, kube, group, tm
     assert no_rbac["failed"] and ("forbidden" in no_rbac["msg"].lower() or "403" in no_rbac["msg"])
     assert "nobody" in no_rbac["msg"] and no_rbac["error"]["kind"] == "permission"
 
-    for bad in ({"page_size": 0}, {"workers": -1}):
+    for bad in ({"page_size": 0}, {"workers": -1}, {"preflight_sample": -1}, {"workers": "many"}):
         res = run_module("crd_storage_migrate", dict(auth_args(cluster), names=[s.crd_name], **bad))
         assert res["failed"] and list(bad)[0] in res["msg"] and res["error"]["kind"] == "bad_input"
 
