@@ -40,10 +40,10 @@ def intree_note(run) -> str:
     if not rs:
         return ""
     waits = ", ".join(f"{r.get('wait_s', 0):.1f}" for r in rs)
-    return (f"- in-tree's throughput and *during* window run from its `Running` condition to `Succeeded`. Before "
-            f"`Running` the controller waited {waits} s (per repetition) until the garbage collector's cache caught up "
-            "with a fresh LIST (`GC cache is not up to date, requeuing`, exponential backoff): on a cluster with "
-            "other writes that wait lasts until a watch bookmark arrives.")
+    return (f"- in-tree's throughput and *during* window run from just before its first write (etcd revisions) to "
+            f"`Succeeded`. Before that the controller waited {waits} s (per repetition) until the garbage collector's "
+            "cache caught up with a fresh LIST (`GC cache is not up to date, requeuing`, exponential backoff): on a "
+            "cluster with other writes that wait lasts until a watch bookmark arrives.")
 
 
 def missing_notes(run) -> list:

@@ -26,7 +26,8 @@ CONTENDERS = [
     ("in-tree", "kube-controller-manager 1.37.2, `--controllers=garbage-collector-controller,namespace-controller,"
                 "storage-version-migrator-controller`, default QPS, started after the data is seeded; from creating "
                 "the StorageVersionMigration to `Succeeded` (KCM start and the garbage collector's initial sync not "
-                "counted); `in-tree-active` from its first condition to `Succeeded`"),
+                "counted); `in-tree-active` (and the gentle suite's in-tree) from just before its first write (etcd "
+                "revisions, 50 ms polls) to `Succeeded`, without its wait for the garbage collector's cache"),
     ("kubectl", "`kubectl get <crd> -A -o json | kubectl replace -f -`, kubectl 1.37.2"),
     ("role / role-rerun", "`ansible-playbook` with the `crd_upgrade` role (preflight, discover, flip, barrier, re-store, "
                           "verify every etcd key, trim, upgrade to release N+1), then the same playbook again"),
