@@ -123,7 +123,7 @@ class Runner:
                 group = self.bench.seed("r", n, flip=False)
                 first = role.run_role(self.bench, group, n)
                 self.record("role", "role", n, rep, first, self.bench.verify(group, n))
-                if n == rerun_n:
+                if n == rerun_n and self.args.role_rerun:
                     again = role.run_role(self.bench, group, n, releases=first["releases"])
                     self.record("role", "role-rerun", n, rep, again, self.bench.verify(group, n))
                 self.bench.drop(group)
