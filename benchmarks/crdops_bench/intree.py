@@ -102,13 +102,16 @@ class InTree:
     def migrate(self, group: str, ready=lambda: None) -> dict:
         from tests.controlplane.processes import ManagedProcess, free_port
 
+        # the idle window comes before KCM starts, like every contender's; and the SVM is created as soon as the
+        # garbage collector has synced, since any write in the cluster after its initial LIST of the resource
+        # makes the controller wait for the GC cache (up to a watch bookmark, about a minute)
+        ready()
         port = free_port()
         log = self.bench.workdir / "logs" / f"kcm-{group}.log"
         kcm = ManagedProcess("kube-controller-manager", self.argv(port), log).start()
         try:
             self.wait_healthy(kcm, port, log)
             self.wait_gc_synced(log)
-            ready()
             base, body = self.svm(group)
             t0 = time.monotonic()
             self.bench.kube.post(base, body)
