@@ -34,7 +34,8 @@ def parse(argv=None) -> argparse.Namespace:
     ap.add_argument("--role-sizes", type=csv_ints, help="N list of the role suite: the 2nd is the end-to-end ÷ "
                     "re-store size, the 1st and last the fixed-overhead pair, the 1st also reruns (default 10000,20000,100000)")
     ap.add_argument("--sizes", type=csv_ints, help="N list of the throughput suite (default 1000,10000)")
-    ap.add_argument("--idle-seconds", type=float, default=10.0, help="probe's idle window before each contender")
+    ap.add_argument("--idle-seconds", type=float, default=8.0, help="probe's idle window before each contender")
+    ap.add_argument("--role-rerun", action="store_true", help="role suite: also rerun the whole role at the 1st N")
     ap.add_argument("--ceiling-workers", type=int, default=16, help="threads of the ceiling client")
     ap.add_argument("--best-workers", type=int, default=16, help="workers of ours-best, ansible, fleet")
     ap.add_argument("--fleet-n", type=int, default=1000, help="objects per cluster in the fleet suite")

@@ -107,6 +107,29 @@ def verify(etcd_url: str, group: str, n: int) -> tuple[bool, str]:
     return ok, ", ".join(f"{k}={v}" for k, v in sorted(scan.counts.items()))
 
 
+def revision(etcd_url: str) -> int:
+    """etcd's current revision (one count-only range of an empty key)."""
+    body = _etcd_post(etcd_url, "/v3/kv/range", {"key": _b64(b"\x00"), "count_only": True})
+    return int(body["header"]["revision"])
+
+
+def first_write_revision(etcd_url: str, group: str) -> int:
+    """The smallest mod_revision among the group's keys: the revision of the first object written since the seed
+    (keys only, paged)."""
+    etcd_scan = engine.module("etcd_scan")
+    prefix = etcd_scan.resource_prefix("/registry", group, PLURAL).encode()
+    start, end, lowest = prefix, etcd_scan.range_end(prefix), 0
+    while True:
+        body = _etcd_post(etcd_url, "/v3/kv/range", {"key": _b64(start), "range_end": _b64(end), "keys_only": True,
+                                                     "limit": 1000})
+        kvs = body.get("kvs") or []
+        revs = [int(kv["mod_revision"]) for kv in kvs]
+        lowest = min([lowest] + revs) if lowest else min(revs, default=0)
+        if not body.get("more") or not kvs:
+            return lowest
+        start = base64.b64decode(kvs[-1]["key"]) + b"\x00"
+
+
 def drop(kube, etcd_url: str, group: str) -> None:
     """Remove a finished contender's data: the objects straight from etcd (fast), then the CRD; wait until
     it is gone."""

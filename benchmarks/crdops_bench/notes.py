@@ -12,7 +12,8 @@ READING = """#### Reading these numbers
 - On 2 cores the apiserver (decode, convert, managedFields, encode of every object) is the bottleneck, not the
   client. The `(bound)` rows are what the ceiling client itself reaches against the in-tree migrator and kubectl
   on this machine: a throughput target above its bound is out of reach for any client here, ours included.
-- The probe's p99 over a 10 s idle window rests on ~200 samples per request kind: two slow samples move it.
+- The probe's p99 over an idle window of {idle:g} s rests on ~{samples:.0f} samples per request kind: two slow samples
+  move it.
   A p99 ratio names the latency a workload sees in its worst 1 %, not the mean."""
 
 
@@ -40,10 +41,10 @@ def intree_note(run) -> str:
     if not rs:
         return ""
     waits = ", ".join(f"{r.get('wait_s', 0):.1f}" for r in rs)
-    return (f"- in-tree's throughput and *during* window run from its `Running` condition to `Succeeded`. Before "
-            f"`Running` the controller waited {waits} s (per repetition) until the garbage collector's cache caught up "
-            "with a fresh LIST (`GC cache is not up to date, requeuing`, exponential backoff): on a cluster with "
-            "other writes that wait lasts until a watch bookmark arrives.")
+    return (f"- in-tree's throughput and *during* window run from just before its first write (etcd revisions) to "
+            f"`Succeeded`. Before that the controller waited {waits} s (per repetition) until the garbage collector's "
+            "cache caught up with a fresh LIST (`GC cache is not up to date, requeuing`, exponential backoff): on a "
+            "cluster with other writes that wait lasts until a watch bookmark arrives.")
 
 
 def missing_notes(run) -> list:
@@ -60,7 +61,8 @@ def missing_notes(run) -> list:
 
 
 def notes(run, ratios) -> str:
-    lines = [READING, "", "#### What this run cannot show", ""]
+    idle = run.args.idle_seconds
+    lines = [READING.format(idle=idle, samples=idle / 0.05), "", "#### What this run cannot show", ""]
     extra = [x for x in [pace_note(run), intree_note(run)] + bound_notes(run) + missing_notes(run) if x]
     unmet = [name for name, _v, target, met, _p in ratios.items if met is False]
     if unmet:

@@ -26,7 +26,8 @@ CONTENDERS = [
     ("in-tree", "kube-controller-manager 1.37.2, `--controllers=garbage-collector-controller,namespace-controller,"
                 "storage-version-migrator-controller`, default QPS, started after the data is seeded; from creating "
                 "the StorageVersionMigration to `Succeeded` (KCM start and the garbage collector's initial sync not "
-                "counted); `in-tree-active` from its first condition to `Succeeded`"),
+                "counted); `in-tree-active` (and the gentle suite's in-tree) from just before its first write (etcd "
+                "revisions, 50 ms polls) to `Succeeded`, without its wait for the garbage collector's cache"),
     ("kubectl", "`kubectl get <crd> -A -o json | kubectl replace -f -`, kubectl 1.37.2"),
     ("role / role-rerun", "`ansible-playbook` with the `crd_upgrade` role (preflight, discover, flip, barrier, re-store, "
                           "verify every etcd key, trim, upgrade to release N+1), then the same playbook again"),
@@ -64,7 +65,8 @@ def setup_text(run) -> str:
   {run.flow_schema}). Only the fleet suite and the harness's own set-up use the admin certificate.
 - **Probe:** every {probe.INTERVAL * 1000:.0f} ms one `GET` of a ConfigMap and one `LIST` of the {probe.CONFIGMAPS}
   ConfigMaps of its namespace, one kept-alive connection; *idle* = the {run.args.idle_seconds:g} s before a contender
-  starts (after its own set-up, e.g. KCM's cache sync), *during* = from its first to its last request.
+  starts (for in-tree: before kube-controller-manager starts), *during* = while it migrates (engine and ceiling: from
+  connecting to their last answer; kubectl: its whole run; in-tree: from just before its first write to `Succeeded`).
 - **Data:** per contender and repetition a fresh CRD group with N objects of ~2 KB (`spec.filler` of
   {data.PAYLOAD_BYTES} bytes) in 2 namespaces, written straight into etcd at `v1alpha1` as the apiserver stores them,
   then the storage version flipped to `v1beta1` through the API (the role suite flips it itself); removed afterwards.

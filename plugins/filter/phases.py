@@ -130,6 +130,54 @@ def crd_upgrade_report_clusters(hosts, hostvars):
     return out
 
 
+def crd_upgrade_plan_line(crd):
+    """One readable line about a CRD of the plan (crd_upgrade_plan)."""
+    if crd.get("new"):
+        text = "new CRD"
+    else:
+        storage, after = crd.get("storage_version"), crd.get("storage_after_flip")
+        text = "storedVersions %s, storage %s%s, %s objects" % (
+            ",".join(crd.get("stored_versions") or []), storage, " -> %s" % after if after != storage else "",
+            crd.get("object_count"))
+    if crd.get("needs_migration"):
+        text += ", needs re-store"
+    if crd.get("removed_versions"):
+        text += ", release N+1 removes " + ",".join(crd["removed_versions"])
+    if crd.get("blocked_removals"):
+        text += " (still stored: %s)" % ",".join(crd["blocked_removals"])
+    return "%s: %s" % (crd.get("name"), text)
+
+
+def crd_upgrade_storage_removed(plan):
+    """``<CRD> (storage <v>)`` for each CRD of the plan whose storage version release N+1 removes."""
+    return ["%s (storage %s)" % (c.get("name"), c.get("storage_after_flip")) for c in plan or []
+            if c.get("target_removes_storage")]
+
+
+def crd_upgrade_still_stored(plan):
+    """``<CRD> still stores <versions>`` for each CRD of the plan with versions release N+1 would remove while
+    they are still in status.storedVersions (the skip-a-version trap)."""
+    return ["%s still stores %s" % (c.get("name"), ",".join(c["blocked_removals"])) for c in plan or []
+            if c.get("blocked_removals")]
+
+
+def crd_upgrade_unrecorded(crds):
+    """``<CRD>: <reason>`` for each CRD (crd_storage_info) that needs a migration and has no valid record."""
+    out = []
+    for crd in crds or []:
+        record = crd.get("migration_record") or {}
+        if crd.get("needs_migration") and not record.get("valid"):
+            out.append("%s: %s" % (crd.get("name"), record.get("reason", "missing")))
+    return out
+
+
+def crd_upgrade_etcd_mismatches(records):
+    """``<CRD> <n> of <keys> keys not at <apiVersion> <counts> (e.g. <3 keys>)`` per etcd record not ok."""
+    return ["%s %s of %s keys not at %s %s (e.g. %s)" % (
+        r.get("name"), r.get("mismatched"), r.get("key_count"), r.get("want"), r.get("counts"),
+        ", ".join((r.get("keys_not_at_storage") or [])[:3])) for r in records or [] if not r.get("ok")]
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -138,4 +186,9 @@ class FilterModule:
             "crd_upgrade_etcd_records": crd_upgrade_etcd_records,
             "crd_upgrade_result_crds": crd_upgrade_result_crds,
             "crd_upgrade_report_clusters": crd_upgrade_report_clusters,
+            "crd_upgrade_plan_line": crd_upgrade_plan_line,
+            "crd_upgrade_storage_removed": crd_upgrade_storage_removed,
+            "crd_upgrade_still_stored": crd_upgrade_still_stored,
+            "crd_upgrade_unrecorded": crd_upgrade_unrecorded,
+            "crd_upgrade_etcd_mismatches": crd_upgrade_etcd_mismatches,
         }

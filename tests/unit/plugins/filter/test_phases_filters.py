@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from ansible_collections.crdops.migration.plugins.filter.phases import (
-    FilterModule, crd_upgrade_etcd_records, crd_upgrade_flipped, crd_upgrade_plan, crd_upgrade_report_clusters,
-    crd_upgrade_result_crds)
+    FilterModule, crd_upgrade_etcd_mismatches, crd_upgrade_etcd_records, crd_upgrade_flipped, crd_upgrade_plan,
+    crd_upgrade_plan_line, crd_upgrade_report_clusters, crd_upgrade_result_crds, crd_upgrade_still_stored,
+    crd_upgrade_storage_removed, crd_upgrade_unrecorded)
 
 
 def live(name, stored, storage, **extra):
@@ -82,6 +83,37 @@ def test_report_clusters_mark_hosts_that_did_not_run():
     assert (h3["context"], h3["failed_phase"], h3["duration_s"]) == ("", None, None)
 
 
+def test_plan_lines_and_what_stops_discover():
+    plan = crd_upgrade_plan([live("a.io", ["v1", "v2"], "v1", removed_versions=["v1"], blocked_removals=["v1"]),
+                             live("b.io", ["v2"], "v2")], ["a.io", "b.io", "new.io"], {"a.io": "v2", "b.io": "v3"})
+    plan[1]["target_removes_storage"] = True
+    assert [crd_upgrade_plan_line(c) for c in plan] == [
+        "a.io: storedVersions v1,v2, storage v1 -> v2, 5 objects, needs re-store, release N+1 removes v1 "
+        "(still stored: v1)",
+        "b.io: storedVersions v2, storage v2 -> v3, 5 objects, needs re-store",
+        "new.io: new CRD"]
+    assert crd_upgrade_storage_removed(plan) == ["b.io (storage v3)"]
+    assert crd_upgrade_still_stored(plan) == ["a.io still stores v1"]
+    assert crd_upgrade_storage_removed([]) == crd_upgrade_still_stored([]) == []
+
+
+def test_what_stops_verify():
+    crds = [{"name": "a.io", "needs_migration": True, "migration_record": {"valid": False, "reason": "stale generation"}},
+            {"name": "b.io", "needs_migration": True},
+            {"name": "c.io", "needs_migration": True, "migration_record": {"valid": True}},
+            {"name": "d.io", "needs_migration": False}]
+    assert crd_upgrade_unrecorded(crds) == ["a.io: stale generation", "b.io: missing"]
+    records = crd_upgrade_etcd_records([
+        {"name": "a.io", "expected_api_version": "g/v2", "key_count": 5, "counts": {"g/v1": 4, "g/v2": 1},
+         "mismatched_keys": ["/k1", "/k2", "/k3", "/k4"], "mismatched": 4, "verified": False},
+        {"name": "b.io", "expected_api_version": "g/v2", "key_count": 1, "counts": {"g/v2": 1},
+         "mismatched_keys": [], "mismatched": 0, "verified": True}])
+    assert crd_upgrade_etcd_mismatches(records) == [
+        "a.io 4 of 5 keys not at g/v2 {'g/v1': 4, 'g/v2': 1} (e.g. /k1, /k2, /k3)"]
+
+
 def test_filter_names():
-    assert sorted(FilterModule().filters()) == ["crd_upgrade_etcd_records", "crd_upgrade_flipped", "crd_upgrade_plan",
-                                                "crd_upgrade_report_clusters", "crd_upgrade_result_crds"]
+    assert sorted(FilterModule().filters()) == [
+        "crd_upgrade_etcd_mismatches", "crd_upgrade_etcd_records", "crd_upgrade_flipped", "crd_upgrade_plan",
+        "crd_upgrade_plan_line", "crd_upgrade_report_clusters", "crd_upgrade_result_crds", "crd_upgrade_still_stored",
+        "crd_upgrade_storage_removed", "crd_upgrade_unrecorded"]

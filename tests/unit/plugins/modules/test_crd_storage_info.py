@@ -5,8 +5,10 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from ansible_collections.crdops.migration.plugins.modules import crd_storage_info
+from tests.unit.crdops_fakes import make_crd
 from tests.unit.plugins.modules.runner import NAME, connected_fake, run
 
 
@@ -45,3 +47,20 @@ def test_negative_samples_fail_before_connecting(cluster, capsys, option):
     out = run(crd_storage_info, {"names": [NAME], option: -1}, capsys)
     assert out["_rc"] == 1 and out["msg"] == "%s must be >= 0, got -1" % option
     assert out["error"]["kind"] == "bad_input" and out["crds"] == [] and cluster.connects == 0
+
+
+def test_a_release_bundle_is_read_and_its_other_documents_are_listed(cluster, capsys, tmp_path):
+    bundle = tmp_path / "release.yaml"
+    bundle.write_text("---\n" + yaml.safe_dump({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}})
+                      + "---\n" + yaml.safe_dump(make_crd(name=NAME, versions=(("v2", True, True),))))
+    out = run(crd_storage_info, {"names": [NAME], "target_manifests": [str(bundle)]}, capsys)
+    assert out["_rc"] == 0 and out["skipped_documents"] == [{"file": str(bundle), "index": "0", "kind": "Namespace"}]
+    assert out["crds"][0]["target_found"] is True and out["crds"][0]["blocked_removals"] == ["v1"]
+
+
+def test_an_apiextensions_v1beta1_manifest_fails_naming_the_document(cluster, capsys, tmp_path):
+    old = tmp_path / "old.yaml"
+    old.write_text(yaml.safe_dump(dict(make_crd(name=NAME), apiVersion="apiextensions.k8s.io/v1beta1")))
+    out = run(crd_storage_info, {"names": [NAME], "target_manifests": [str(old)]}, capsys)
+    assert out["_rc"] == 1 and out["msg"].startswith("%s document 0: CustomResourceDefinition at apiVersion " % old)
+    assert out["error"]["kind"] == "bad_input" and out["skipped_documents"] == [] and cluster.connects == 0
