@@ -101,7 +101,7 @@ Generated on {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC} b
 |---|---|
 {contenders_text(run.args)}
 
-### Ratios and targets (issue 13)
+### Ratios and targets
 
 {ratio_table}
 
