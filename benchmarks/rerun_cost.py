@@ -82,11 +82,11 @@ def main() -> int:
         flip_storage(kube, s, "v1beta1")
         play = playbook(work, cluster, s.crd_name)
         first = timed_run(play)
-        reruns = [timed_run(play) for _ in range(args.reps)]
+        reruns = [timed_run(play) for _rep in range(args.reps)]
         transport = transport_for(cluster, pool_size=4)
         crd = get_crd(transport, s.crd_name)
         by_page: dict[int, list[float]] = {500: [], 2000: []}
-        for _ in range(args.reps):
+        for _rep in range(args.reps):
             for page_size, times in by_page.items():
                 times.append(mf_only_once(transport, crd, page_size, args.objects))
         _rev, counts = etcd_counts(cluster.etcd_url, GROUP)
