@@ -63,6 +63,7 @@ SURVEY_ANSWERS = {
     "crd_upgrade_trim": "true",
     "crd_upgrade_upgrade": "true",
     "crd_upgrade_workers": 4,
+    "crd_upgrade_pace": "gentle",
 }
 
 
