@@ -38,7 +38,7 @@ if [[ $mode == oldest ]]; then
   run e2e python -m pytest "${OLDEST_E2E[@]}" -p no:cacheprovider -q -rfE --timeout=900
 else
   run typecheck tests/sanity/typecheck.sh
-  run pytest python -m pytest tests/unit tests/integration -p no:cacheprovider -q -rfE --timeout=900
+  run pytest python -m pytest tests/unit tests/integration -p no:cacheprovider -q -rfEs --durations=25 --timeout=900
   run sanity tests/sanity/run.sh
   run lint tests/sanity/lint.sh
   run molecule tools/molecule.sh
