@@ -367,7 +367,6 @@ class HttpTransport:
         start = self._clock()
         deadline = start + self.retry.deadline
         attempt = 0
-        delay: Optional[float]
         while True:
             if self.rate_limiter is not None:
                 waited = self._clock()
@@ -381,50 +380,54 @@ class HttpTransport:
                     timeout=self._request_timeout(), preload_content=True, redirect=False,
                 )
             except Exception as exc:  # urllib3.exceptions.HTTPError and socket errors
-                name = type(exc).__name__
-                # Never echo the exception text blindly: urllib3 messages contain the URL only,
-                # but keep it short and free of headers.
-                detail = "%s: %s" % (name, str(exc)[:300])
-                if "SSL" in name or "Certificate" in name:
-                    raise ConnectionFailed("%s %s: TLS error" % (method, path), cluster=self.cluster_label,
-                                           api_message=detail) from exc
-                now = self._clock()
-                delay = self.retry.backoff(attempt, self._rng)
-                if not self._answered and self.connect_timeout is not None:
-                    # retried until connect_timeout has really passed (a cluster starting up gets all of it)
-                    left = start + self.connect_timeout - now
-                    if left <= 0:
-                        raise ConnectionFailed(
-                            "%s %s: cluster unreachable, no answer within connect_timeout %.0fs (%d attempts)"
-                            % (method, path, self.connect_timeout, attempt + 1),
-                            cluster=self.cluster_label, api_message=detail) from exc
-                    delay = min(delay, left)
-                if now + delay > deadline:
-                    raise ConnectionFailed(
-                        "%s %s: connection failed after %d attempts / %.1fs" % (method, path, attempt + 1, now - start),
-                        cluster=self.cluster_label, api_message=detail) from exc
-                self.stats.add(retries=1)
-                attempt += 1
-                self._wait(delay)
-                continue
-            self._answered = True
-            resp = ApiResponse(raw.status, dict(raw.headers.items()) if hasattr(raw.headers, "items") else {},
-                               raw.data or b"")
-            status = resp.status
-            delay = None
-            if status in RetryPolicy.RETRY_AFTER_STATUSES:
-                self.stats.add(throttled=1)
-                retry_after = _parse_retry_after(resp.header("Retry-After"))
-                if retry_after is not None:
-                    delay = min(retry_after, self.retry.max_retry_after)
-                else:
-                    delay = self.retry.backoff(attempt, self._rng)
-            elif status in RetryPolicy.BACKOFF_STATUSES and not is_conversion_webhook_failure(resp):
-                delay = self.retry.backoff(attempt, self._rng)
-            if delay is None:
-                return resp
-            if self._clock() + delay > deadline:
-                return resp  # caller sees the last failure
+                delay = self._connection_retry_delay(exc, method, path, attempt, start, deadline)
+            else:
+                self._answered = True
+                resp = ApiResponse(raw.status, dict(raw.headers.items()) if hasattr(raw.headers, "items") else {},
+                                   raw.data or b"")
+                answer_delay = self._answer_retry_delay(resp, attempt)
+                if answer_delay is None or self._clock() + answer_delay > deadline:
+                    return resp  # a final answer, or the caller sees the last failure
+                delay = answer_delay
             self.stats.add(retries=1)
             attempt += 1
             self._wait(delay)
+
+    def _connection_retry_delay(self, exc: Exception, method: str, path: str, attempt: int, start: float,
+                                deadline: float) -> float:
+        """Seconds to wait before retrying a request that got no answer, or ConnectionFailed when it may not."""
+        name = type(exc).__name__
+        # Never echo the exception text blindly: urllib3 messages contain the URL only,
+        # but keep it short and free of headers.
+        detail = "%s: %s" % (name, str(exc)[:300])
+        if "SSL" in name or "Certificate" in name:
+            raise ConnectionFailed("%s %s: TLS error" % (method, path), cluster=self.cluster_label,
+                                   api_message=detail) from exc
+        now = self._clock()
+        delay = self.retry.backoff(attempt, self._rng)
+        if not self._answered and self.connect_timeout is not None:
+            # retried until connect_timeout has really passed (a cluster starting up gets all of it)
+            left = start + self.connect_timeout - now
+            if left <= 0:
+                raise ConnectionFailed(
+                    "%s %s: cluster unreachable, no answer within connect_timeout %.0fs (%d attempts)"
+                    % (method, path, self.connect_timeout, attempt + 1),
+                    cluster=self.cluster_label, api_message=detail) from exc
+            delay = min(delay, left)
+        if now + delay > deadline:
+            raise ConnectionFailed(
+                "%s %s: connection failed after %d attempts / %.1fs" % (method, path, attempt + 1, now - start),
+                cluster=self.cluster_label, api_message=detail) from exc
+        return delay
+
+    def _answer_retry_delay(self, resp: ApiResponse, attempt: int) -> Optional[float]:
+        """Seconds to wait before retrying an answer that asks for it (throttled, or a transient 5xx); None: final."""
+        if resp.status in RetryPolicy.RETRY_AFTER_STATUSES:
+            self.stats.add(throttled=1)
+            retry_after = _parse_retry_after(resp.header("Retry-After"))
+            if retry_after is not None:
+                return min(retry_after, self.retry.max_retry_after)
+            return self.retry.backoff(attempt, self._rng)
+        if resp.status in RetryPolicy.BACKOFF_STATUSES and not is_conversion_webhook_failure(resp):
+            return self.retry.backoff(attempt, self._rng)
+        return None
