@@ -102,3 +102,11 @@ class MfCluster(FakeCluster):
         if mf:
             meta["managedFields"] = copy.deepcopy(mf)
         return resp(200, {"metadata": meta})
+
+
+def stale_cluster(count, crd_name="crontabs.stable.example.com"):
+    """An MfCluster whose CRD has storedVersions [v1, v2] and ``count`` objects in namespace ``a`` stored at v1."""
+    c = MfCluster()
+    c.add_crd(stored=("v1", "v2"))
+    c.add_objects(crd_name, count, namespaces=("a",), stored="v1")
+    return c

@@ -21,17 +21,14 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore i
     RestoreOptions, fix_managed_fields, migrate_crd)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
 from tests.unit.crdops_fakes import status
-from tests.unit.crdops_mf_fakes import MfCluster, entry
+from tests.unit.crdops_mf_fakes import entry, stale_cluster
 
 NAME = "crontabs.stable.example.com"
 G = "stable.example.com"
 
 
 def cluster(old=4):
-    c = MfCluster()
-    c.add_crd(stored=("v1", "v2"))
-    c.add_objects(NAME, old, namespaces=("a",), stored="v1")
-    return c
+    return stale_cluster(old, NAME)
 
 
 def add_current(c, names, mf=None):

@@ -12,16 +12,14 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore i
     RestoreOptions, fix_managed_fields, migrate_crd)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
 from tests.unit.crdops_fakes import resp, status
-from tests.unit.crdops_mf_fakes import MfCluster, entry
+from tests.unit.crdops_mf_fakes import entry, stale_cluster
 
 NAME = "crontabs.stable.example.com"
 G = "stable.example.com"
 
 
 def cluster(n=40):
-    c = MfCluster()
-    c.add_crd(stored=("v1", "v2"))
-    c.add_objects(NAME, n, namespaces=("a",), stored="v1")
+    c = stale_cluster(n, NAME)
     c.set_managed_fields(NAME, "a/obj-00001", [entry("argocd", G + "/v1")])
     if n > 30:
         c.set_managed_fields(NAME, "a/obj-00030", [entry("flux", G + "/v1")])  # outside the sample
