@@ -211,7 +211,8 @@ def run_migration(transport: Transport, crds: List[Crd], options: RunOptions,
     for crd in crds:  # every selected CRD is checked before the first write
         check_migratable(crd, transport.cluster_label)
     progress.state["crds_total"] = len(crds)
-    for crd in crds:
+    for index, crd in enumerate(crds, start=1):
+        progress.state["crd_index"] = index  # the CRD the next progress reports are about
         lease = None if check_mode else take_lease(transport, crd, options)
         try:
             if lease is not None:  # another run may have finished (record) or advanced (checkpoint) meanwhile
