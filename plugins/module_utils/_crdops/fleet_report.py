@@ -161,7 +161,7 @@ _CLUSTER_KEYS = ("status", "failed_phase", "error", "duration_s", "crds", "total
 
 
 def _complete(c: Dict[str, Any]) -> Dict[str, Any]:
-    out = dict((k, None) for k in _CLUSTER_KEYS)
+    out: Dict[str, Any] = dict((k, None) for k in _CLUSTER_KEYS)
     out.update(c)
     out["crds"] = [dict(dict((k, None) for k in _CRD_KEYS), **d) for d in out["crds"] or []]
     out["totals"] = out["totals"] or {}
