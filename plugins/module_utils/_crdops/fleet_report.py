@@ -21,30 +21,30 @@ TROUBLESHOOTING = "docs/troubleshooting.md"
 # (pattern in the error, the next step, the section of docs/troubleshooting.md that explains it); first match wins
 _STEPS: Tuple[Tuple[str, str, str], ...] = (
     (r"missing permissions", "grant the verbs named (docs/rbac/clusterrole.yaml has them all), then rerun",
-     "Role crd_upgrade (by task file)"),
+     "Role `crd_upgrade` (by task file)"),
     (r"HA barrier|apiserver\(s\) alive|lagging", "name every apiserver in crd_upgrade_apiserver_endpoints (managed "
      "clusters: crd_upgrade_barrier_fallback: settle), then rerun; nothing was written", "HA barrier"),
     (r"conversion webhook", "fix the conversion webhook (Service, endpoints, certificate), then rerun: the pass "
      "resumes from its checkpoint", "Conversion webhook failures"),
     (r"admission|denied the request|ValidatingAdmissionPolicy", "let the no-op UPDATE of the field manager "
      "crdops-migration through the webhook or policy named, then rerun", "Check-mode preflight (`predicted_rejections`)"),
-    (r"[Ll]ease", "another run holds the pass Lease: let it finish (or wait until it expires), then rerun",
+    (r"\b[Ll]ease\b", "another run holds the pass Lease: let it finish (or wait until it expires), then rerun",
      "One pass per CRD at a time (the pass Lease)"),
     (r"stopped by signal|time_limit|supervising process|stopped:", "rerun: finished CRDs are skipped by their record, "
-     "objects by the checkpoint", "Role crd_upgrade (by task file)"),
+     "objects by the checkpoint", "Role `crd_upgrade` (by task file)"),
     (r"removes the version objects are stored at", "apply the release that flips the storage version first "
-     "(crd_upgrade_release_manifests)", "Role crd_upgrade (by task file)"),
+     "(crd_upgrade_release_manifests)", "Role `crd_upgrade` (by task file)"),
     (r"would remove versions still in status.storedVersions", "set crd_upgrade_migrate and crd_upgrade_trim to true, or "
-     "upgrade through the intermediate release", "Role crd_upgrade (by task file)"),
+     "upgrade through the intermediate release", "Role `crd_upgrade` (by task file)"),
     (r"refused by the apiserver \(dry-run\)", "read the API message: most often a trim is missing; nothing of release "
-     "N+1 was applied", "Role crd_upgrade (by task file)"),
+     "N+1 was applied", "Role `crd_upgrade` (by task file)"),
     (r"not in effect", "stop whatever re-applies the old CRD (Helm, an operator), then rerun",
-     "Role crd_upgrade (by task file)"),
+     "Role `crd_upgrade` (by task file)"),
     (r"no valid migration record|etcd still holds|not fully migrated|incomplete",
      "fix the object named in the CRD's first failure, then rerun: the re-store resumes and writes a record",
      "Re-store (`crd_storage_migrate`)"),
     (r"for good|pruning", "review the stored fields named; set crd_upgrade_accept_pruning: true to accept deleting "
-     "them", "Role crd_upgrade (by task file)"),
+     "them", "Role `crd_upgrade` (by task file)"),
     (r"server-side apply|client check", "the clients named cannot apply: fix their managedFields (entry point repair) "
      "before they write again", "Client check (`crd_client_check`)"),
     (r"kubeconfig|not authenticated|certificate|connect|timed out|Name or service not known",
@@ -70,7 +70,7 @@ def next_step(phase: Optional[str], error: Optional[str]) -> Dict[str, str]:
         if re.search(pattern, str(error or "")):
             return {"step": step, "see": "%s: %s" % (TROUBLESHOOTING, section)}
     return {"step": "read the error; the phase's task file is in the table of the section named, then rerun",
-            "see": "%s: Role crd_upgrade (by task file), %s" % (TROUBLESHOOTING, phase or "init")}
+            "see": "%s: Role `crd_upgrade` (by task file), %s" % (TROUBLESHOOTING, phase or "init")}
 
 
 def _sum(crds: List[Dict[str, Any]], key: str) -> int:
