@@ -44,8 +44,8 @@ def test_merged_report_renders_in_chromium(tmp_path):
            "./crdops-report resolved against the working directory of the run" in proc.stdout, proc.stdout[-2000:]
     assert not (REPO / "playbooks" / "crdops-report").exists()
 
-    boxes = layout(run / "fleet-report.html", {"failures": "table.failures tr.failed td",
-                                                "clusters": "table.clusters tr", "crds": "table.crds tr"})
+    wanted = {"failures": "table.failures tr.failed td", "clusters": "table.clusters tr", "crds": "table.crds tr"}
+    boxes = layout(run / "fleet-report.html", wanted)
     assert [b["text"] for b in boxes["failures"]][:2] == ["prod-us-1", "restore"], boxes["failures"]
     assert [b["text"] for b in boxes["clusters"]] == [
         "cluster status what happened",

@@ -143,8 +143,8 @@ def crd_line(d: Dict[str, Any]) -> str:
         parts.append("re-stored %s of %s (unchanged %s, gone %s, failed %s)" % (
             d.get("rewritten"), d.get("listed"), d.get("unchanged"), d.get("gone"), d.get("failed")))
     if d.get("stored_after") is not None and d.get("stored_after") != d.get("stored_before"):
-        parts.append("storedVersions %s -> %s" % (",".join(d.get("stored_before") or []),
-                                                    ",".join(d.get("stored_after") or [])))
+        before, after = ",".join(d.get("stored_before") or []), ",".join(d.get("stored_after") or [])
+        parts.append("storedVersions %s -> %s" % (before, after))
     if d.get("upgraded") and d.get("removed_versions"):
         parts.append("removed %s" % ",".join(d["removed_versions"]))
     etcd = d.get("etcd") or {}
