@@ -140,9 +140,9 @@ def _planned_only(result, etcd):
 
 def _managed_fields(m):
     """What the pass did to managedFields entries at other versions (per manager where the pass says)."""
-    return {"rewritten": m.get("managed_fields_rewritten") or 0, "dropped": m.get("managed_fields_dropped") or 0,
-            "objects": m.get("objects_with_stale_managed_fields") or 0,
-            "by_manager": m.get("managed_fields_by_manager")}
+    return {"rewritten": m.get("managed_fields_rewritten") or 0, "translated": m.get("managed_fields_translated") or 0,
+            "dropped": m.get("managed_fields_dropped") or 0, "objects": m.get("objects_with_stale_managed_fields") or 0,
+            "by_manager": m.get("managed_fields_managers")}
 
 
 def _proof(record):

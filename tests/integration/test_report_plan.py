@@ -167,8 +167,8 @@ def test_three_cluster_report_first_screen_in_chromium(fleet):
     assert failure["bottom"] <= height and boxes["headline"][0]["bottom"] <= height
     # failures first, then one line per cluster, all on the first screen
     lines = [b["text"] for b in boxes["clusters"][1:]]
-    assert [line.split(" ", 3)[:3] for line in lines] == [["broken", "failed", "phase"], ["dirty", "ok", "1"],
-                                                          ["clean", "ok", "0"]], lines
+    assert [line.split(" ", 3)[:3] for line in lines] == [["broken", "failed", "phase"], ["clean", "ok", "0"],
+                                                          ["dirty", "ok", "1"]], lines
     assert all(b["bottom"] <= height for b in boxes["clusters"])
     if SCREENS:
         screenshot(html, Path(SCREENS) / "fleet-report-3-clusters.png")

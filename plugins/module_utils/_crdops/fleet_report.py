@@ -156,7 +156,8 @@ def crd_line(d: Dict[str, Any]) -> str:
 # every key a template reads, so a report from an older release (a slice, a set_stats artifact) renders too
 _CRD_KEYS = ("new", "stored_before", "stored_after", "storage_before", "storage_version", "objects", "listed",
              "rewritten", "unchanged", "gone", "failed", "duration_s", "skipped", "first_failure", "trimmed", "etcd",
-             "upgraded", "removed_versions", "proof", "managed_fields", "storage_diff", "client_check", "plan")
+             "upgraded", "removed_versions", "proof", "managed_fields", "storage_diff", "client_check", "plan",
+             "writers")
 _CLUSTER_KEYS = ("status", "failed_phase", "error", "duration_s", "crds", "totals")
 
 
@@ -168,9 +169,33 @@ def _complete(c: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def writer_words(client: Dict[str, Any]) -> str:
+    """One client that still uses a version release N+1 removes (crd_client_check check=writers)."""
+    if client.get("seen_in") == "metrics":
+        return "%s requests at %s on apiserver %s" % (client.get("requests"), client.get("version"),
+                                                      client.get("apiserver"))
+    return "%s (%s) wrote at %s on %s objects, last %s" % (client.get("manager"), client.get("operation"),
+                                                            client.get("version"), client.get("objects"),
+                                                            client.get("last_write"))
+
+
+def _writers(out: Dict[str, Any]) -> None:
+    """Each CRD's clients seen writing at versions release N+1 removes (the cluster's ``broken_clients``): named
+    per CRD, and in a plan each one blocks the removal of its version."""
+    clients = [b for b in out.get("broken_clients") or [] if isinstance(b, dict)]
+    for d in out["crds"]:
+        mine = [b for b in clients if b.get("crd") == d.get("name")]
+        d["writers"] = [writer_words(b) for b in mine]
+        if mine and out.get("status") == "planned" and d.get("plan"):
+            d["plan"] = dict(d["plan"], blocked=list(d["plan"].get("blocked") or []) + [
+                {"version": str(b.get("version")), "why": "a client still uses it: %s" % writer_words(b)}
+                for b in mine])
+
+
 def enrich(c: Dict[str, Any]) -> Dict[str, Any]:
     """A cluster's result with the report's words: plan, cause, next step and its one line."""
     out = _complete(c)
+    _writers(out)
     out["plan"] = cluster_plan(out["crds"])
     out["cause"] = cause(c.get("error")) if c.get("status") == "failed" else None
     out["next_step"] = next_step(c.get("failed_phase"), c.get("error")) if c.get("status") == "failed" else None

@@ -67,3 +67,20 @@ def test_merge_keeps_the_newest_report_of_each_slice():
     other = {"slice": "2", "title": "t", "clusters": [result("b", "ok")]}
     merged = crd_upgrade_report_merge([old, other, new], generated="g")
     assert [c["status"] for c in merged["clusters"]] == ["ok", "ok"] and merged["slices"] == ["1", "2"]
+
+
+def test_clients_seen_writing_at_a_removed_version_block_its_removal_in_the_plan():
+    plan = {"steps": ["storage v1 -> v2"], "blocked": [], "to_restore": 0, "estimate_s": 0.0}
+    client = {"cluster": "c1", "crd": "w.x.io", "seen_in": "managedFields", "manager": "argocd", "operation": "Apply",
+              "version": "v1", "objects": 12, "last_write": "2026-12-01T15:04:05Z"}
+    traffic = {"cluster": "c1", "crd": "w.x.io", "seen_in": "metrics", "version": "v1", "apiserver": "https://a:6443",
+               "requests": 40}
+    c = fleet_report.enrich(result("c1", "planned", crds=[{"name": "w.x.io", "plan": plan}, {"name": "g.x.io"}],
+                                   broken_clients=[client, traffic]))
+    w, g = c["crds"]
+    assert w["writers"] == ["argocd (Apply) wrote at v1 on 12 objects, last 2026-12-01T15:04:05Z",
+                            "40 requests at v1 on apiserver https://a:6443"] and g["writers"] == []
+    assert w["plan"]["blocked"][0] == {"version": "v1", "why": "a client still uses it: argocd (Apply) wrote at v1 "
+                                                               "on 12 objects, last 2026-12-01T15:04:05Z"}
+    assert "blocked removals: w.x.io v1: a client still uses it" in c["line"]
+    assert plan["blocked"] == []   # the cluster's own result is left as it was
