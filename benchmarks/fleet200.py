@@ -41,6 +41,11 @@ from benchmarks.crdops_bench import fleet_measure, fleet_runs, fleet_world  # no
 WAVES = [1, "10%", "100%"]
 
 
+def pick(ordered: list[float], q: float) -> float:
+    """The q-quantile of sorted values (nearest rank below)."""
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
+
+
 def host_walls(rows: list[dict]) -> dict:
     hosts = fleet_measure.per_host([r for r in rows if r["host"] != "localhost" and "report" not in r["play"].lower()])
     walls = sorted(h["end"] - h["start"] for h in hosts.values())
@@ -48,7 +53,6 @@ def host_walls(rows: list[dict]) -> dict:
     tasks = sorted(h["tasks"] for h in hosts.values())
     if not walls:
         return {}
-    pick = lambda xs, q: round(xs[min(len(xs) - 1, int(q * len(xs)))], 2)  # noqa: E731
     return {"hosts": len(walls), "role_wall_s_p50_p90_max": [pick(walls, .5), pick(walls, .9), round(walls[-1], 2)],
             "in_task_s_p50_max": [pick(busy, .5), round(busy[-1], 2)],
             "tasks_run_p50_max": [tasks[len(tasks) // 2], tasks[-1]]}

@@ -42,8 +42,11 @@ def ansible_env(collections: str) -> dict:
 
 
 def snapshot() -> str:
-    """A copy of the collection: the tree may be edited while a long run goes on."""
-    return engine.snapshot()
+    """A copy of the collection: the tree may be edited while a long run goes on. This process imports the
+    engine (the etcd check) from it too."""
+    root = engine.snapshot()
+    engine.use(root)
+    return root
 
 
 def proc_cpu_s(pid: int) -> float:

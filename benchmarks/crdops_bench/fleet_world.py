@@ -34,7 +34,7 @@ from . import data
 
 FAULTS = ("no-permission", "unreachable", "webhook")
 # what the fleet report must say about each broken host (a substring of its error)
-FAULT_EVIDENCE = {"no-permission": "missing permissions", "unreachable": "", "webhook": "admission"}
+FAULT_EVIDENCE = {"no-permission": "forbidden", "unreachable": "unreachable", "webhook": "admission webhook"}
 NOBODY = "crdops-fleet-nobody"
 
 
