@@ -171,12 +171,11 @@ def _complete(c: Dict[str, Any]) -> Dict[str, Any]:
 
 def writer_words(client: Dict[str, Any]) -> str:
     """One client that still uses a version release N+1 removes (crd_client_check check=writers)."""
-    if client.get("seen_in") == "metrics":
-        return "%s requests at %s on apiserver %s" % (client.get("requests"), client.get("version"),
-                                                      client.get("apiserver"))
-    return "%s (%s) wrote at %s on %s objects, last %s" % (client.get("manager"), client.get("operation"),
-                                                            client.get("version"), client.get("objects"),
-                                                            client.get("last_write"))
+    get = client.get
+    if get("seen_in") == "metrics":
+        return "%s requests at %s on apiserver %s" % (get("requests"), get("version"), get("apiserver"))
+    return "%s (%s) wrote at %s on %s objects, last %s" % (
+        get("manager"), get("operation"), get("version"), get("objects"), get("last_write"))
 
 
 def _writers(out: Dict[str, Any]) -> None:
