@@ -105,7 +105,7 @@ def _pointer(path: Path) -> str:
 
 
 def owners(managed_fields: Sequence[Mapping[str, Any]], path: Path) -> List[str]:
-    """Managers whose ``fieldsV1`` owns ``path`` or something inside it."""
+    """Managers (with their operation) whose ``fieldsV1`` owns ``path`` or something inside it, sorted."""
     out = []
     for entry in managed_fields or ():
         node: Any = entry.get("fieldsV1") or {}
@@ -117,7 +117,7 @@ def owners(managed_fields: Sequence[Mapping[str, Any]], path: Path) -> List[str]
             label = "%s (%s)" % (name, op) if op else name
             if label not in out:
                 out.append(label)
-    return out
+    return sorted(out)
 
 
 def _injected(live_value: Any, previous: Mapping[str, Any], path: Path) -> List[str]:

@@ -67,7 +67,7 @@ MANAGED = [{"manager": "kubectl-create", "operation": "Update",
 def test_the_plan_names_owners_and_what_another_tool_wrote_inside():
     (item,) = plan_removal(live_with(INJECTED, MANAGED), crd(WEBHOOK), crd())
     assert item["path"] == "spec.conversion" and item["pointer"] == "/spec/conversion"
-    assert item["owners"] == ["kubectl-create (Update)", "cainjector (Update)"]
+    assert item["owners"] == ["cainjector (Update)", "kubectl-create (Update)"]
     assert item["injected"] == ["spec.conversion.webhook.clientConfig.caBundle"]
 
 
