@@ -116,7 +116,7 @@ def test_check_mode_reads_only():
 
 def test_a_writer_in_between_means_read_again():
     failed_test = status(422, "the server rejected our request due to an error in our request: "
-                                        "testing value /metadata/resourceVersion failed: test failed")
+                              "testing value /metadata/resourceVersion failed: test failed")
     t = Script(resp(200, live_with(INJECTED, MANAGED)), failed_test, resp(200, live_with(INJECTED, MANAGED)),
                resp(200, crd()))
     assert follow_release(t, crd(WEBHOOK), crd(), field_manager="m").attempts == 2
@@ -124,7 +124,7 @@ def test_a_writer_in_between_means_read_again():
 
 def test_a_refused_removal_fails_naming_the_field():
     refused = status(422, 'CustomResourceDefinition.apiextensions.k8s.io "certs.example.com" is invalid: '
-                                    'spec.conversion.strategy: Required value', reason="Invalid")
+                          'spec.conversion.strategy: Required value', reason="Invalid")
     t = Script(resp(200, live_with(INJECTED, MANAGED)), refused)
     with pytest.raises(FollowError) as err:
         follow_release(t, crd(WEBHOOK), crd(), field_manager="m")
