@@ -94,8 +94,8 @@ def seed(kube: Kube, group: str, webhook: WebhookServer) -> None:
     kube.apply_crd(crd(group, webhook, "v1beta1"))
 
 
-def test_entries_are_translated_through_the_webhook_and_a_kept_served_version_is_untouched(cluster, kube, group,
-                                                                                          webhook):
+def test_entries_are_translated_through_the_webhook_and_a_kept_served_version_is_untouched(
+        cluster, kube, group, webhook):
     seed(kube, group, webhook)
     before = entries(kube, group)
     crd_name = f"{PLURAL}.{group}"

@@ -131,8 +131,8 @@ def walk_members(trie: Mapping[str, Any], node: Node, path: Optional[Path] = (),
             continue
         step, bound, child = _child(node, key)
         child_path = path + (step,) if path is not None and step is not None else None
-        child_schemaless = schemaless or (node.kind == ANY) or (step is not None and child is ANY_NODE
-                                                                  and node.kind == STRUCT and step[0] == "f")
+        unknown_field = step is not None and child is ANY_NODE and node.kind == STRUCT and step[0] == "f"
+        child_schemaless = schemaless or node.kind == ANY or unknown_field
         child_keys = keys + (key,)
         children = sub if isinstance(sub, Mapping) else {}
         if not [k for k in children if k != "."] or "." in children:
@@ -179,6 +179,7 @@ def build_trie(paths: List[Tuple[str, ...]]) -> Dict[str, Any]:
         node = root
         for key in p:
             node = node.setdefault(key, {})
+
     def mark(node: Dict[str, Any], prefix: Tuple[str, ...]) -> None:
         for key, sub in node.items():
             here = prefix + (key,)
