@@ -20,7 +20,7 @@ Where the schema says nothing (``x-kubernetes-preserve-unknown-fields``), the fi
 from __future__ import annotations
 
 import datetime
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
+from typing import AbstractSet, Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 from .crd_schema import ANY, LIST, LIST_MAP, LIST_SET, MAP, SCALAR, STRUCT, Node
 
@@ -29,6 +29,9 @@ Path = Tuple[Step, ...]
 SKIPPED_ROOT_FIELDS = ("apiVersion", "kind", "metadata")  # the same in every version; never converted
 EPOCH = datetime.datetime(2001, 2, 3, tzinfo=datetime.timezone.utc)
 MAX_OBJECTS = 16
+OMITTED = object()  # a leaf left out of the made-up objects
+# other shapes for a string a webhook refuses as a plain marker (it decodes it as a Go duration, time or number)
+STYLES = ("duration", "date-time", "number")
 
 
 class MadeUp(NamedTuple):
@@ -39,8 +42,11 @@ class MadeUp(NamedTuple):
 
 
 class _Maker:
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, omit: AbstractSet[Path] = frozenset(),
+                 styles: Optional[Mapping[Path, str]] = None) -> None:
         self.count = count
+        self.omit = omit
+        self.styles = dict(styles or {})
         self.serial = 0
         self.flags = 0  # booleans and enums: each gets the next pattern over the objects
         self.leaves: Dict[Path, Tuple[Any, ...]] = {}
@@ -57,8 +63,12 @@ class _Maker:
             return 700000 + n
         return "crdops-key-%d" % n
 
-    def scalar(self, node: Node) -> Tuple[Any, ...]:
+    def scalar(self, node: Node, style: str = "") -> Tuple[Any, ...]:
         n = self.next_serial()
+        if style == "duration":
+            return tuple("%dh%dm%ds" % (n, j, n % 60) for j in range(self.count))
+        if style == "number":
+            return tuple(str(100000 + n * MAX_OBJECTS + j) for j in range(self.count))
         if node.enum or node.scalar == "boolean":
             choices = list(node.enum) if node.enum else [False, True]
             self.flags += 1
@@ -69,15 +79,17 @@ class _Maker:
         if node.fmt == "date":
             days = [EPOCH + datetime.timedelta(days=n * MAX_OBJECTS + j) for j in range(self.count)]
             return tuple(d.strftime("%Y-%m-%d") for d in days)
-        if node.fmt == "date-time":
+        if node.fmt == "date-time" or style == "date-time":
             stamps = [EPOCH + datetime.timedelta(days=n, seconds=j) for j in range(self.count)]
             return tuple(t.strftime("%Y-%m-%dT%H:%M:%SZ") for t in stamps)
         return tuple("crdops-%d" % n if j == 0 else "crdops-%d:%d/s p" % (n, j) for j in range(self.count))
 
     def value(self, node: Node, path: Path, guide: Any, record: bool) -> Tuple[Any, ...]:
         """``node``'s value in every object; records leaves (and key markers) when ``record``."""
+        if path in self.omit:
+            return tuple(OMITTED for _j in range(self.count))
         if node.kind == SCALAR or (node.kind == ANY and not _has_fields(guide)):
-            values = self.scalar(node)
+            values = self.scalar(node, self.styles.get(path, ""))
         elif node.atomic:
             values = self.whole(node, path, guide)
         elif node.kind in (STRUCT, ANY):
@@ -112,7 +124,8 @@ class _Maker:
             sub = _guide_child(guide, "f:" + name)
             values = self.value(fields[name], path + (("f", name),), sub, record)
             for obj, v in zip(objs, values, strict=True):
-                obj[name] = v
+                if v is not OMITTED:
+                    obj[name] = v
         if record and not fields and path:
             self.leaves[path] = tuple({} for _j in range(self.count))
         return tuple(objs)
@@ -174,13 +187,21 @@ def objects_needed(schema: Node, guide: Optional[Mapping[str, Any]] = None) -> i
     return max(2, min(MAX_OBJECTS, probe.flags.bit_length() + 1))
 
 
-def made_up(schema: Node, guide: Optional[Mapping[str, Any]] = None) -> MadeUp:
-    """The made-up contents (without apiVersion, kind, metadata) and where each marker was put."""
-    maker = _Maker(objects_needed(schema, guide))
+def made_up(schema: Node, guide: Optional[Mapping[str, Any]] = None, omit: AbstractSet[Path] = frozenset(),
+            styles: Optional[Mapping[Path, str]] = None) -> MadeUp:
+    """The made-up contents (without apiVersion, kind, metadata) and where each marker was put. ``omit``: string
+    fields of structs to leave out; ``styles``: another shape (STYLES) for some strings."""
+    maker = _Maker(objects_needed(schema, guide), omit, styles)
     objects = maker.value(schema, (), guide, True)
     maker.leaves.pop((), None)
     return MadeUp([dict(o) if isinstance(o, dict) else {} for o in objects], maker.leaves, maker.keys,
                   maker.interior)
+
+
+def plain_strings(made: MadeUp) -> List[Path]:
+    """Struct fields holding a plain string marker: what a webhook may refuse, and what ``omit`` can leave out."""
+    return sorted((p for p, v in made.leaves.items() if p and p[-1][0] == "f" and isinstance(v[0], str)
+                   and v[0].startswith("crdops-") and not v[0].startswith("crdops-key-")), key=repr)
 
 
 __all__ = ["ANY", "MAP", "STRUCT", "MadeUp", "Path", "Step", "made_up", "objects_needed"]

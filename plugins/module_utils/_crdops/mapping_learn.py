@@ -17,16 +17,18 @@ refilled by the conversion (Cluster API v1beta2 moves ``status.conditions`` to
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 from .crd_schema import ANY, LIST, LIST_MAP, LIST_SET, MAP, SCALAR, STRUCT, Node
 from .field_mapping import EXACT, FieldMapping, Template, canon
-from .made_up import SKIPPED_ROOT_FIELDS, MadeUp, Path, made_up
+from .errors import ConversionWebhookError
+from .made_up import SKIPPED_ROOT_FIELDS, STYLES, MadeUp, Path, made_up, plain_strings
 
 RawElem = Tuple[Any, ...]
 RawPath = Tuple[RawElem, ...]
 ReviewFn = Callable[[List[Dict[str, Any]]], List[Dict[str, Any]]]  # old-version contents -> converted objects
 MISSING = "\x00missing"
+MAX_REVIEWS = 64  # ConversionReviews spent finding the made-up strings a webhook refuses
 
 
 def flatten(value: Any, node: Node, prefix: RawPath = (), out: Optional[Dict[RawPath, str]] = None,
@@ -143,15 +145,73 @@ def _item_rule(path: Path, rules: Dict[Path, Optional[Template]]) -> Optional[Te
     return found.pop() if len(found) == 1 else None
 
 
+class _Refusals:
+    """Finds which made-up strings a webhook refuses (one review per question, bisecting), and a shape of each
+    that it accepts; the ones it refuses in every shape are left out of the objects and stay unmapped."""
+
+    def __init__(self, review: ReviewFn, schema: Node, guide: Optional[Mapping[str, Any]]) -> None:
+        self.review = review
+        self.schema = schema
+        self.guide = guide
+        self.reviews = 0
+
+    def accepts(self, omit: Set[Path], styles: Dict[Path, str]) -> bool:
+        self.reviews += 1
+        if self.reviews > MAX_REVIEWS:
+            raise ConversionWebhookError("the webhook refused made-up objects in more than %d ways" % MAX_REVIEWS)
+        try:
+            self.review(made_up(self.schema, self.guide, omit, styles).objects)
+        except ConversionWebhookError:
+            return False
+        return True
+
+    def refused(self, group: List[Path], everyone: Set[Path]) -> List[Path]:
+        if self.accepts(everyone - set(group), {}):
+            return []
+        if len(group) == 1:
+            return group
+        half = len(group) // 2
+        return self.refused(group[:half], everyone) + self.refused(group[half:], everyone)
+
+    def settle(self, made: MadeUp, first_error: ConversionWebhookError) -> Tuple[Set[Path], Dict[Path, str]]:
+        """(left out, other shapes) that make the webhook accept the objects; raises when nothing does."""
+        strings = plain_strings(made)
+        everyone = set(strings)
+        if not strings or not self.accepts(everyone, {}):
+            raise first_error  # not a string of ours: nothing to change
+        styles: Dict[Path, str] = {}
+        left_out: Set[Path] = set()
+        for path in self.refused(strings, everyone):
+            style = next((s for s in STYLES if self.accepts(everyone - {path}, {path: s})), None)
+            if style is None:
+                left_out.add(path)
+            else:
+                styles[path] = style
+        return left_out, styles
+
+
+def review_made_up(review: ReviewFn, schema: Node, guide: Optional[Mapping[str, Any]]
+                   ) -> Tuple[MadeUp, List[Dict[str, Any]], Set[Path]]:
+    """Made-up objects the webhook accepts, its answer, and the string fields it refused in every shape."""
+    made = made_up(schema, guide)
+    try:
+        return made, review(made.objects), set()
+    except ConversionWebhookError as exc:
+        left_out, styles = _Refusals(review, schema, guide).settle(made, exc)
+    made = made_up(schema, guide, left_out, styles)
+    return made, review(made.objects), left_out
+
+
 def learn_exact(review: ReviewFn, old_schema: Node, new_schema: Node, from_version: str, to_version: str,
                 note: str = "") -> FieldMapping:
     """Ask the conversion about made-up objects of ``from_version``; more made-up objects later for paths
     under schema-less subtrees, the first time an entry names them."""
 
     def learn(guide: Optional[Mapping[str, Any]]) -> Dict[Path, Optional[Template]]:
-        made = made_up(old_schema, guide)
-        converted = review(made.objects)
-        return match(made, converted, new_schema)
+        made, converted, refused = review_made_up(review, old_schema, guide)
+        rules = match(made, converted, new_schema)
+        rules.update((path, None) for path in refused)  # no value of it got through: dropped and named
+        return rules
 
     def learn_more(guide: Mapping[str, Any]) -> Dict[Path, Optional[Template]]:
         try:

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .crd import Crd, crd_path
 from .crd_schema import ANY_NODE, version_schema
-from .conversion_review import WebhookCaller, webhook_of
+from .webhook_review import WebhookCaller, webhook_of
 from .errors import CrdOpsError
 from .field_mapping import UNAVAILABLE, FieldMapping
 from .managed_fields import ManagedFieldsPolicy, removed_for

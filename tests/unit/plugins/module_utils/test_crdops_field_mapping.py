@@ -161,3 +161,31 @@ def test_schema_of_a_version_and_list_map_keys():
 def test_build_trie_marks_members_that_have_owned_children():
     assert build_trie([("f:a",), ("f:a", "f:b"), ("f:c", "f:d")]) == {"f:a": {".": {}, "f:b": {}},
                                                                       "f:c": {"f:d": {}}}
+
+
+def test_strings_a_webhook_refuses_get_another_shape_or_are_left_out_and_named():
+    import re
+
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import ConversionWebhookError
+
+    typed = parse_schema({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "renewBefore": {"type": "string"}, "checksum": {"type": "string"}, "name": {"type": "string"}}}}})
+    reviews = []
+
+    def strict(objs):  # decodes renewBefore as a Go duration and checksum as 8 hex digits, like a typed webhook
+        reviews.append(objs)
+        for o in objs:
+            spec = o.get("spec") or {}
+            if "renewBefore" in spec and not re.fullmatch(r"(\d+h)?(\d+m)?(\d+s)?", spec["renewBefore"]):
+                raise ConversionWebhookError("time: invalid duration %r" % spec["renewBefore"])
+            if "checksum" in spec and not re.fullmatch(r"[0-9a-f]{8}", spec["checksum"]):
+                raise ConversionWebhookError("bad checksum")
+        return [dict(o, apiVersion=G + "/v1beta1") for o in objs]
+
+    m = learn_exact(strict, typed, typed, "v1alpha1", "v1beta1")
+    rules = dict((readable_abstract(p), t) for p, t in m.rules.items())
+    assert rules[".spec.renewBefore"] == (("lit", "f:spec"), ("lit", "f:renewBefore"))  # as a duration
+    assert rules[".spec.name"] == (("lit", "f:spec"), ("lit", "f:name"))
+    assert rules[".spec.checksum"] is None  # refused in every shape: dropped and named
+    assert "renewBefore" in str(reviews[-1]) and "checksum" not in str(reviews[-1])
+    assert len(reviews) < 20

@@ -232,7 +232,7 @@ def applied(manager, version, spec_fields, time="2026-12-01T10:00:00Z"):
 
 def test_pass_webhook_translates_removed_version_entries_and_keeps_what_maps_nothing(monkeypatch):
     """Through the mapping source: the CRD read, made-up objects sent to the (here in-process) webhook."""
-    from ansible_collections.crdops.migration.plugins.module_utils._crdops import conversion_review
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops import webhook_review
     from tests.controlplane.webhook import convert_object
 
     sent = []
@@ -243,7 +243,7 @@ def test_pass_webhook_translates_removed_version_entries_and_keeps_what_maps_not
         return [dict(convert_object(dict(o, apiVersion=G + "/v1alpha1"), G + "/v1beta1"), apiVersion=desired)
                 for o in objects]
 
-    monkeypatch.setattr(conversion_review.WebhookCaller, "convert", convert)
+    monkeypatch.setattr(webhook_review.WebhookCaller, "convert", convert)
     c = MfCluster()
     c.add_crd(conversion=WEBHOOK, stored=("v1", "v2"))
     c.add_objects(NAME, 3, namespaces=("a",), stored="v1")
