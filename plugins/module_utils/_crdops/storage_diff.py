@@ -28,7 +28,7 @@ fields would look like removed + added ones, so they are compared with the API's
 they are stored at (what reading alone already drops or adds). When that version is no longer served
 (cert-manager v1.6.1 keeps v1alpha2 with ``served: false``), the API cannot show it: the API's view at the
 storage version (the dry-run, what the re-store stores) is sent back to the stored version through the CRD's
-own webhook in a ``ConversionReview`` (conversion_review.py: nothing is written, and no version is served
+own webhook in a ``ConversionReview`` (webhook_review.py: nothing is written, and no version is served
 for it), and that is compared with the stored value (``compared_by_conversion_review``). Empty maps are
 left out on that path: a webhook built on typed structs adds ``status: {}`` to every object it converts.
 When the webhook cannot be asked, the objects are counted in ``skipped`` and ``unverified`` says why: the
@@ -39,19 +39,36 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .conversion_review import Converter, webhook_converter
 from .crd import Crd
 from .errors import CrdOpsError
 from .etcd_scan import EtcdSampler, RawValue, encoding_of, resource_prefix
 from .field_paths import count_into, diff_values
 from .transport import MERGE_PATCH, ApiResponse, Transport, error_from_response, is_admission_rejection
+from .webhook_review import WebhookCaller
 
 DEFAULT_SAMPLE = 20
 MAX_EXAMPLES = 3
 NO_ETCD_REASON = ("no etcd_url: the values stored in etcd were not read, so the fields the re-store would "
                   "persist (defaults) or delete (pruned by the schema) could not be checked")
+
+
+Converter = Callable[[Crd, Sequence[Dict[str, Any]], str], List[Dict[str, Any]]]
+
+
+def webhook_converter(transport: Transport) -> Converter:
+    """``convert(crd, objects, "group/version")`` through the CRD's own conversion webhook (webhook_review.py)."""
+
+    def convert(crd: Crd, objects: Sequence[Dict[str, Any]], desired: str) -> List[Dict[str, Any]]:
+        webhook = dict(crd.conversion_webhook or {})
+        client = dict(webhook.get("clientConfig") or {})
+        if crd.conversion_ca_bundle:  # kept out of Crd.conversion_webhook (results); the TLS check needs it
+            client["caBundle"] = crd.conversion_ca_bundle
+        webhook["clientConfig"] = client
+        return WebhookCaller(transport, webhook).convert(list(objects), desired)
+
+    return convert
 
 
 VIEW_DRY_RUN = "dry-run"  # the no-op write with dryRun=All: what the re-store would store
@@ -234,7 +251,7 @@ def _compare(diff: StorageDiff, crd: Crd, stored: Dict[str, Any], served: Dict[s
 def diff_crd(transport: Transport, sampler: EtcdSampler, crd: Crd, etcd_prefix: str,
              sample: int = DEFAULT_SAMPLE, converter: Optional[Converter] = None) -> StorageDiff:
     """Compare the first ``sample`` objects (etcd key order) of one CRD with the API's view of them;
-    ``converter`` asks the CRD's webhook (default: conversion_review.webhook_converter)."""
+    ``converter`` asks the CRD's webhook (default: webhook_converter)."""
     converter = converter or webhook_converter(transport)
     storage = crd.storage_version
     if storage is None:

@@ -257,3 +257,30 @@ def test_an_admission_rejection_of_the_dry_run_skips_that_object():
     api = FakeApi({}, patch={path("a"): denied, path("b"): view("b", "v2", 11)})
     d = diff_crd(api, FakeSampler([raw("a", "v1", 10), raw("b", "v1", 11)]), crd(), "/registry")
     assert (d.view, d.compared, d.skipped) == ("dry-run", 1, {"dry_run_rejected": 1})
+
+
+def test_the_default_converter_asks_a_service_webhook_through_the_apiservers_service_proxy():
+    hook = {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {
+        "service": {"name": "cert-manager-webhook", "namespace": "cert-manager", "path": "/convert"},
+        "caBundle": "Q0E="}}}
+    c = crd(versions=(("v0", False, False), ("v2", True, True)), conversion=hook)
+    sent = []
+
+    class Proxy(FakeApi):
+        def request(self, method, path, *, query=None, body=None, content_type=None, accept=None):
+            if "/proxy" not in path:
+                return super().request(method, path, query=query, body=body)
+            review = json.loads(body)
+            sent.append((path, review))
+            req = review["request"]
+            back = [dict(o, apiVersion=req["desiredAPIVersion"], spec={"x": o["spec"]["y"]}) for o in req["objects"]]
+            return ApiResponse(200, {}, json.dumps({"apiVersion": review["apiVersion"], "kind": "ConversionReview",
+                                                    "response": {"uid": req["uid"], "result": {"status": "Success"},
+                                                                 "convertedObjects": back}}).encode())
+
+    api = Proxy({path("b"): view("b", "v2", 11, spec={"y": 1})})
+    d = diff_crd(api, FakeSampler([raw("b", "v0", 11, spec={"x": 1})]), c, "/registry")
+    assert [p for p, _r in sent] == ["/api/v1/namespaces/cert-manager/services/https:cert-manager-webhook:443"
+                                     "/proxy/convert"]
+    assert sent[0][1]["request"]["desiredAPIVersion"] == "stable.example.com/v0"
+    assert (d.compared_by_conversion_review, d.removed, d.unverified) == (1, {}, None)
