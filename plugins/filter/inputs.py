@@ -15,6 +15,8 @@ from __future__ import annotations
 import difflib
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests import (
     Skipped, read_manifests, skipped_summary)
@@ -46,6 +48,21 @@ def unknown_variables(variables: Iterable[str], known: Sequence[str]) -> List[st
         return []
     return ["unknown variable%s %s: correct or remove %s; every variable: %s" % (
         "s" if len(unknown) > 1 else "", ", ".join(unknown), "them" if len(unknown) > 1 else "it", ROLE_DOC)]
+
+
+def invalid_values(values: Mapping[str, Any], spec: Optional[Mapping[str, Any]], entry_point: str) -> List[str]:
+    """The role's argument spec checks of the values set, one short message: the setting, what is wrong and
+    where the spec is (not ansible-core's validation task, whose failure prints the whole spec)."""
+    options = ((((spec or {}).get("argument_specs") or {}).get(entry_point) or {}).get("options")) or {}
+    given = {name: value for name, value in (values or {}).items() if name in options}
+    if not given:
+        return []
+    # only the options set: the role's defaults hold the rest, and `required` is checked for what is set
+    checked = {name: dict(options[name], required=False) for name in given}
+    messages = ArgumentSpecValidator(checked).validate(given).error_messages
+    if not messages:
+        return []
+    return ["%s - see %s" % ("; ".join(messages), ROLE_DOC)]
 
 
 def _storage_versions(docs: Sequence[Mapping[str, Any]]) -> Dict[str, Optional[str]]:
@@ -82,9 +99,11 @@ def _skipped_line(label: str, skipped: Sequence[Mapping[str, str]]) -> str:
 
 
 def crd_upgrade_inputs(variables: Iterable[str], release: Any = (), target: Any = (), crd_names: Any = (),
-                       spec: Optional[Mapping[str, Any]] = None, own: Iterable[str] = ()) -> Dict[str, Any]:
+                       spec: Optional[Mapping[str, Any]] = None, own: Iterable[str] = (),
+                       values: Optional[Mapping[str, Any]] = None, entry_point: str = "main") -> Dict[str, Any]:
     """Everything init needs from the role's variables, and ``errors`` (empty when all is well)."""
     errors = unknown_variables(variables, known_variables(spec, own))
+    errors += invalid_values(values or {}, spec, entry_point)
     rel = _read(release, "crd_upgrade_release_manifests", errors)
     tgt = _read(target, "crd_upgrade_target_manifests", errors)
     skipped = [_skipped_line("crd_upgrade_release_manifests", rel["skipped"]),

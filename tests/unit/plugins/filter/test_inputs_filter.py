@@ -67,3 +67,16 @@ def test_bad_manifests_are_returned_not_raised(tmp_path, monkeypatch):
 
 def test_filter_names():
     assert sorted(FilterModule().filters()) == ["crd_upgrade_inputs"]
+
+
+def test_values_are_checked_against_the_entry_points_spec_in_one_short_message():
+    got = crd_upgrade_inputs(["crd_upgrade_pace"], spec=SPEC, own=OWN,
+                             values={"crd_upgrade_pace": "fast", "crd_upgrade_workers": "4", "other": "x"})
+    assert got["errors"] == ["value of crd_upgrade_pace must be one of: gentle, max, got: fast - see ansible-doc -t "
+                             "role crdops.migration.crd_upgrade"]
+    assert len(got["errors"][0]) < 200   # not the argument spec
+    assert crd_upgrade_inputs([], spec=SPEC, values={"crd_upgrade_pace": "max", "crd_upgrade_workers": "4"})[
+        "errors"] == []   # survey text "4" is an int
+    # the entry point's own options: repair's crd_upgrade_repair_versions is a list
+    assert crd_upgrade_inputs([], spec=SPEC, entry_point="repair", values={"crd_upgrade_repair_versions": {"a": 1}})[
+        "errors"][0].startswith("argument 'crd_upgrade_repair_versions' is of type dict")
