@@ -42,8 +42,8 @@ def unknown_variables(variables: Iterable[str], known: Sequence[str]) -> List[st
         if name in exact or (prefixes and name.startswith(prefixes)):
             continue
         nearest = difflib.get_close_matches(name, exact, n=1, cutoff=0.6)
-        unknown.append("%s (%s)" % (name, "did you mean %s?" % nearest[0] if nearest else "no variable of the "
-                                                                                           "role is close to it"))
+        hint = "did you mean %s?" % nearest[0] if nearest else "no variable of the role is close to it"
+        unknown.append("%s (%s)" % (name, hint))
     if not unknown:
         return []
     return ["unknown variable%s %s: correct or remove %s; every variable: %s" % (

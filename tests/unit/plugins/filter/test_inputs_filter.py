@@ -58,7 +58,7 @@ def test_bad_manifests_are_returned_not_raised(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     got = crd_upgrade_inputs(["crd_upgrade_pase"], release=["releases/n/*.yaml"], target=["next.yaml"], spec=SPEC,
                              own=OWN)
-    assert [e.split(":")[0] for e in got["errors"]] == [
+    assert [e.split(":", maxsplit=1)[0] for e in got["errors"]] == [
         "unknown variable crd_upgrade_pase (did you mean crd_upgrade_pace?)", "crd_upgrade_release_manifests",
         "crd_upgrade_target_manifests"]
     assert "releases/n/*.yaml matches no file in %s/releases/n" % tmp_path in got["errors"][1]

@@ -92,8 +92,8 @@ def test_a_glob_or_path_that_names_no_file_says_where_it_looked(tmp_path, monkey
                              "the working directory of the run, %s" % (tmp_path, tmp_path))
     with pytest.raises(BadInputError) as ei:
         read_manifests(["crd.yaml"], label="l", base_dir=str(tmp_path / "releases"))
-    assert str(ei.value) == "l: crd.yaml: no such file (looked for %s/releases/crd.yaml; a relative path resolves " \
-                            "against %s/releases)" % (tmp_path, tmp_path)
+    assert str(ei.value) == ("l: crd.yaml: no such file (looked for %s/releases/crd.yaml; a relative path resolves "
+                             "against %s/releases)" % (tmp_path, tmp_path))
     with pytest.raises(BadInputError) as ei:
         read_manifests([str(tmp_path / "*" / "none.yaml")], label="l")
     assert str(ei.value) == "l: %s/*/none.yaml matches no file in %s" % (tmp_path, tmp_path)
@@ -124,7 +124,7 @@ def test_unreadable_invalid_or_crd_free_manifests_name_the_file(tmp_path):
     only_ns = write(tmp_path / "ns.yaml", NAMESPACE)
     with pytest.raises(BadInputError) as ei:
         read_manifests([only_ns, str(tmp_path / "n*.yaml")], label="target_manifests")
-    assert str(ei.value) == ("target_manifests: no CustomResourceDefinition in %s, %s/n*.yaml; skipped: "
-                             "%s document 0 (Namespace), %s document 0 (Namespace)" % (only_ns, tmp_path, only_ns,
-                                                                                      only_ns))
+    skipped = "%s document 0 (Namespace)" % only_ns
+    assert str(ei.value) == ("target_manifests: no CustomResourceDefinition in %s, %s/n*.yaml; skipped: %s, %s"
+                             % (only_ns, tmp_path, skipped, skipped))
     assert read_manifests([]).as_dict() == {"files": [], "crds": [], "skipped": []}  # nothing given: nothing to do
