@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import socket
 import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,19 +20,83 @@ from .processes import free_port
 
 # field renamed between versions: v1alpha1 spec.size <-> v1beta1 spec.replicas
 OLD_FIELD, NEW_FIELD = "size", "replicas"
+# The other changes of v1alpha1 -> v1beta1, each the kind of change real conversions make (only fields present
+# are touched, so objects without them convert as before):
+# - two fields that often hold equal values, moved: spec.primaryZone / spec.backupZone -> spec.zones.primary / .backup
+# - a path kept by name but given a new meaning: v1alpha1 spec.mode moves to spec.legacyMode, and v1beta1 spec.mode
+#   is refilled with "Legacy" (as Cluster API v1beta2 moves status.conditions and refills it)
+# - a renamed list-map key: spec.ports items keyed by `name` -> keyed by `portName`
+# - a field split in two: spec.endpoint "host:port" -> spec.host + spec.port
+NEW_MODE = "Legacy"
+
+
+def _up(spec: dict) -> None:
+    if OLD_FIELD in spec:
+        spec[NEW_FIELD] = spec.pop(OLD_FIELD)
+    zones = {new: spec.pop(old) for old, new in (("primaryZone", "primary"), ("backupZone", "backup")) if old in spec}
+    if zones:
+        spec["zones"] = zones
+    if "mode" in spec:
+        spec["legacyMode"] = spec.pop("mode")
+        spec["mode"] = NEW_MODE
+    if isinstance(spec.get("ports"), list):
+        spec["ports"] = [{("portName" if k == "name" else k): v for k, v in p.items()} for p in spec["ports"]]
+    if "endpoint" in spec:
+        host, sep, port = str(spec.pop("endpoint")).partition(":")
+        spec["host"] = host
+        if sep:
+            spec["port"] = port
+
+
+def _down(spec: dict) -> None:
+    if NEW_FIELD in spec:
+        spec[OLD_FIELD] = spec.pop(NEW_FIELD)
+    zones = spec.pop("zones", None) or {}
+    for old, new in (("primaryZone", "primary"), ("backupZone", "backup")):
+        if new in zones:
+            spec[old] = zones[new]
+    if "legacyMode" in spec or "mode" in spec:
+        spec.pop("mode", None)
+        if "legacyMode" in spec:
+            spec["mode"] = spec.pop("legacyMode")
+    if isinstance(spec.get("ports"), list):
+        spec["ports"] = [{("name" if k == "portName" else k): v for k, v in p.items()} for p in spec["ports"]]
+    if "host" in spec:
+        host, port = spec.pop("host"), spec.pop("port", None)
+        spec["endpoint"] = f"{host}:{port}" if port is not None else host
 
 
 def convert_object(obj: dict, desired: str) -> dict:
     out = copy.deepcopy(obj)
-    group, _sep, _version = out["apiVersion"].partition("/")
+    group, _sep, version = out["apiVersion"].partition("/")
     spec = out.get("spec") or {}
     target = desired.split("/")[-1]
-    if target == "v1beta1" and OLD_FIELD in spec:
-        spec[NEW_FIELD] = spec.pop(OLD_FIELD)
-    elif target == "v1alpha1" and NEW_FIELD in spec:
-        spec[OLD_FIELD] = spec.pop(NEW_FIELD)
+    if target != version and target == "v1beta1":
+        _up(spec)
+    elif target != version and target == "v1alpha1":
+        _down(spec)
     out["apiVersion"] = desired if "/" in desired else f"{group}/{desired}"
     return out
+
+
+def _obj(**props) -> dict:
+    return {"type": "object", "properties": props}
+
+
+STR, INT = {"type": "string"}, {"type": "integer"}
+
+
+def widget_schemas() -> dict[str, dict]:
+    """openAPIV3Schema of v1alpha1 and v1beta1 for the conversion above (structural, with a list-map)."""
+    def ports(key: str) -> dict:
+        return {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": [key],
+                "items": {**_obj(**{key: STR, "number": INT}), "required": [key]}}
+    old = _obj(size=INT, color=STR, primaryZone=STR, backupZone=STR, mode=STR, endpoint=STR, ports=ports("name"),
+               labels={"type": "object", "additionalProperties": STR})
+    new = _obj(replicas=INT, color=STR, zones=_obj(primary=STR, backup=STR), mode=STR, legacyMode=STR, host=STR,
+               port=STR, ports=ports("portName"), labels={"type": "object", "additionalProperties": STR})
+    return {v: _obj(apiVersion=STR, kind=STR, metadata={"type": "object"}, spec=spec)
+            for v, spec in (("v1alpha1", old), ("v1beta1", new))}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -72,23 +137,28 @@ class _Server(ThreadingHTTPServer):
 
 
 class WebhookServer:
-    """Serve /convert and /deny-updates on 127.0.0.1 with a cert from the cluster's CA."""
+    """Serve /convert and /deny-updates on 127.0.0.1 (or ``host``) with a cert from the cluster's CA."""
 
     def __init__(self, pki: Pki, folder: Path, port: int = 0,
-                 deny_message: str = "crdops-test: updates of this resource are frozen"):
+                 deny_message: str = "crdops-test: updates of this resource are frozen", host: str = "127.0.0.1",
+                 service: tuple[str, str] | None = None):
         self.pki = pki
         self.folder = folder
+        self.host = host
         self.port = port or free_port()
         self.deny_message = deny_message
         self.calls: dict[str, int] = {}
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
-        self.cert, self.key = folder / "webhook.crt", folder / "webhook.key"
+        # a `service:` webhook is verified by the apiserver against <name>.<namespace>.svc
+        dns = f",DNS:{service[1]}.{service[0]}.svc" if service else ""
+        suffix = "" if host == "127.0.0.1" and not service else "-%s%s" % (host, dns.replace(",DNS:", "-"))
+        self.cert, self.key = folder / f"webhook{suffix}.crt", folder / f"webhook{suffix}.key"
         if not self.cert.exists():
             folder.mkdir(parents=True, exist_ok=True)
             _sign(pki, self.key, self.cert, "/CN=crdops-test-webhook",
                   "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n"
-                  "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n"
+                  f"extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,IP:{host},DNS:localhost{dns}\n"
                   "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n")
 
     @property
@@ -99,7 +169,7 @@ class WebhookServer:
         return {"url": f"https://127.0.0.1:{self.port}{path}", "caBundle": self.ca_bundle}
 
     def start(self) -> "WebhookServer":
-        server = _Server(("127.0.0.1", self.port), _Handler)
+        server = _Server((self.host, self.port), _Handler)
         server.owner = self
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(str(self.cert), str(self.key))
@@ -120,9 +190,54 @@ class WebhookServer:
         return self._server is not None
 
 
-def conversion_spec(server: WebhookServer) -> dict:
-    return {"strategy": "Webhook",
-            "webhook": {"clientConfig": server.client_config("/convert"), "conversionReviewVersions": ["v1"]}}
+def conversion_spec(server: WebhookServer, service: tuple[str, str] | None = None) -> dict:
+    """``url:`` client config, or ``service: (namespace, name)`` (see ``publish_as_service``)."""
+    config = server.client_config("/convert")
+    if service is not None:
+        config = {"service": {"namespace": service[0], "name": service[1], "path": "/convert", "port": 443},
+                  "caBundle": server.ca_bundle}
+    return {"strategy": "Webhook", "webhook": {"clientConfig": config, "conversionReviewVersions": ["v1"]}}
+
+
+def non_loopback_address() -> str | None:
+    """An IPv4 address of this machine other than loopback (the apiserver refuses to proxy to loopback
+    endpoints), or None; no packet is sent (a UDP socket's connect only picks the route)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 1))
+            address = probe.getsockname()[0]
+        except OSError:
+            return None
+    return None if address.startswith(("127.", "169.254.", "0.")) else address
+
+
+def publish_as_service(kube, server: WebhookServer, namespace: str, name: str) -> None:
+    """A selector-less Service ``namespace/name`` (port 443) whose one endpoint is ``server`` (its own address and
+    port), as Endpoints and as an EndpointSlice, so that both the apiserver's service proxy and its webhook
+    client (with ``--enable-aggregator-routing``) reach it without kube-proxy. The service proxy only goes to an
+    endpoint whose targetRef is a Pod holding that IP (kube-apiserver's service storage, isValidAddress), so a Pod
+    object (never run: there is no kubelet) gets the address in its status."""
+    kube.ensure_namespace(namespace)
+    pod = f"{name}-0"
+    kube.post(f"/api/v1/namespaces/{namespace}/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod},
+        "spec": {"containers": [{"name": "webhook", "image": "crdops.test/none"}]}})
+    kube.merge_patch(f"/api/v1/namespaces/{namespace}/pods/{pod}/status",
+                     {"status": {"podIP": server.host, "podIPs": [{"ip": server.host}]}})
+    port = {"name": "https", "port": server.port, "protocol": "TCP"}
+    kube.post(f"/api/v1/namespaces/{namespace}/services", {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+        "spec": {"ports": [{"name": "https", "port": 443, "targetPort": server.port, "protocol": "TCP"}]}})
+    kube.post(f"/api/v1/namespaces/{namespace}/endpoints", {
+        "apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": name},
+        "subsets": [{"addresses": [{"ip": server.host, "targetRef": {"kind": "Pod", "name": pod,
+                                                                     "namespace": namespace}}], "ports": [port]}]})
+    kube.post(f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices", {
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": f"{name}-1", "labels": {"kubernetes.io/service-name": name}},
+        "addressType": "IPv4", "ports": [port],
+        "endpoints": [{"addresses": [server.host], "conditions": {"ready": True},
+                       "targetRef": {"kind": "Pod", "name": pod, "namespace": namespace}}]})
 
 
 def deny_updates_webhook(name: str, server: WebhookServer, group: str, plural: str) -> dict:

@@ -70,9 +70,12 @@ def fleet(cluster, kube, tmp_path_factory):
     runs["audit"] = _play(inventory, "fleet_audit.yml", tmp)
     runs["audit_folder"] = (tmp / "crdops-report" / "latest").resolve()
     runs["audit_files"] = {p.name: p.read_bytes() for p in runs["audit_folder"].iterdir()}
-    # 2. a run that fails its argument validation, before any cluster did anything
+    # 2. a run whose role input fails its check, before any cluster did anything; one whose waves are not valid
+    # (ansible-core stops the play before its first task)
     runs["invalid"] = _play(inventory, "fleet_upgrade.yml", tmp, "-e", "crd_upgrade_workers=many")
     runs["invalid_folder"] = (tmp / "crdops-report" / "latest").resolve()
+    runs["stopped"] = _play(inventory, "fleet_upgrade.yml", tmp, "-e", "crd_upgrade_waves=abc")
+    runs["stopped_folder"] = (tmp / "crdops-report" / "latest").resolve()
     # 3. the upgrade, one wave, the broken cluster may fail without stopping the others
     runs["upgrade"] = _play(inventory, "fleet_upgrade.yml", tmp, "-e", json.dumps(
         {"crd_upgrade_waves": [3], "crd_upgrade_max_fail_percentage": 100}))
@@ -116,15 +119,22 @@ def test_check_mode_report_is_a_plan_to_approve(fleet):
 def test_reports_never_overwrite_each_other(fleet):
     root = fleet["tmp"] / "crdops-report"
     audit, invalid, upgrade = fleet["audit_folder"], fleet["invalid_folder"], fleet["upgrade_folder"]
-    assert len({audit, invalid, upgrade}) == 3 and all(p.parent == root for p in (audit, invalid, upgrade))
+    stopped = fleet["stopped_folder"]
+    assert len({audit, invalid, stopped, upgrade}) == 4 and all(
+        p.parent == root for p in (audit, invalid, stopped, upgrade))
     assert re.fullmatch(r"\d{8}T\d{6}\.\d{3}Z-check", audit.name) and re.fullmatch(r"\d{8}T\d{6}\.\d{3}Z", upgrade.name)
     # the plan is still there, byte for byte, after two more runs
     assert {p.name: p.read_bytes() for p in audit.iterdir()} == fleet["audit_files"]
-    # a run that failed its argument validation: its own folder says it recorded nothing, and it was latest then
+    # a run that failed its argument check: its own folder, latest then, says so per cluster
     assert fleet["invalid"].returncode != 0 and "crd_upgrade_workers" in fleet["invalid"].stdout
-    stopped = _report(invalid)
-    assert stopped["clusters"] == [] and stopped["run"]["outcome"].startswith("no result"), stopped["run"]
-    assert "no result" in (invalid / "fleet-report.md").read_text()
+    failed = _report(invalid)
+    assert failed["run"]["outcome"] == "failed: 3 of 3 clusters failed", failed["run"]
+    assert all("crd_upgrade_workers" in f["cause"] and f["phase"] == "init" for f in failed["failures"]), failed
+    # a run stopped before any cluster recorded a result: its folder says it recorded none
+    assert fleet["stopped"].returncode != 0 and "abc" in fleet["stopped"].stdout
+    nothing = _report(stopped)
+    assert nothing["clusters"] == [] and nothing["run"]["outcome"].startswith("no result"), nothing["run"]
+    assert "no result" in (stopped / "fleet-report.md").read_text()
     assert (root / "latest").resolve() == upgrade
     done = _report(upgrade)
     assert done["run"]["outcome"] == "failed: 1 of 3 clusters failed" and not done["check_mode"]

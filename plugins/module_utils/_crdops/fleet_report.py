@@ -242,7 +242,9 @@ def outcome(summary: Dict[str, Any]) -> str:
 def result_lines(c: Dict[str, Any]) -> List[str]:
     """The end of a cluster's run on the console: its status, then one line per CRD that changed (or the plan)."""
     rich = enrich(c)
-    lines = ["%s: %s - %s" % (c.get("cluster"), c.get("status"), rich["line"])]
+    # the error itself was printed once, by the task that failed
+    line = "phase %s failed (the error above)" % c.get("failed_phase") if c.get("status") == "failed" else rich["line"]
+    lines = ["%s: %s - %s" % (c.get("cluster"), c.get("status"), line)]
     if c.get("status") == "planned":
         lines.extend("  %s: %s" % (d["name"], (d.get("plan") or {}).get("action", NOTHING)) for d in c.get("crds") or []
                      if (d.get("plan") or {}).get("steps"))
