@@ -20,7 +20,6 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops import connection as _connection
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.follow import ProgressFollower, run_followed
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.stop import StopSignal, Supervision
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError

@@ -10,7 +10,7 @@ from unittest.mock import MagicMock
 import pytest
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import RECORD_ANNOTATION
-from ansible_collections.crdops.migration.plugins.modules import crd_storage_info, crd_stored_versions_trim
+from ansible_collections.crdops.migration.plugins.modules import crd_storage_info
 from tests.unit.plugins.modules.runner import NAME, connected_fake, run
 
 
