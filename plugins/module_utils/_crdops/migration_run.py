@@ -26,7 +26,8 @@ from .crd import Crd
 from .errors import CrdOpsError
 from .events import PASS_FAILED, PASS_STARTED, PASS_SUCCEEDED, emit_crd_event
 from .freshness import barrier_revision
-from .managed_fields import keeps_ownership
+from .managed_fields import check_removed_versions, keeps_ownership, removed_for
+from .pace import Learned, PaceCarry, PaceGate
 from .pass_lease import DEFAULT_NAMESPACE, LeaseHeldError, PassLease
 from .record import validate_record
 from .restore import RestoreOptions, StopCheck, check_migratable, fix_managed_fields, migrate_crd
@@ -35,7 +36,8 @@ from .stop import StopSignal
 from .transport import Transport
 
 TOTAL_KEYS = ("listed", "rewritten", "unchanged", "gone", "failed", "throttled", "skipped_by_checkpoint",
-              "already_current", "managed_fields_rewritten", "managed_fields_dropped", "objects_with_stale_managed_fields")
+              "already_current", "managed_fields_rewritten", "managed_fields_dropped", "objects_with_stale_managed_fields",
+              "managed_fields_translated", "managed_fields_untouched", "managed_fields_unmappable")
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,8 @@ class RunOptions:
     stop: Optional[StopSignal] = None  # Ctrl-C, SIGTERM or a vanished supervisor ends the pass (stop.py)
     # do not write objects last written after the barrier passed (no stale managedFields): already_current
     skip_current: bool = True
+    # the pace a previous run of this cluster learned (its result's ``pace_learned``): the first pass starts there
+    pace_start: Optional[Learned] = None
 
     def validate(self) -> None:
         self.restore.validate()
@@ -63,6 +67,7 @@ class RunResult:
     crds: List[Dict[str, Any]] = field(default_factory=list)
     totals: Dict[str, int] = field(default_factory=lambda: dict((k, 0) for k in TOTAL_KEYS))
     changed: bool = False
+    pace_learned: Optional[Dict[str, float]] = None  # for the next run of this cluster (RunOptions.pace_start)
 
     def problems(self) -> List[str]:
         return [p for p in (problem_of(entry) for entry in self.crds) if p]
@@ -124,19 +129,27 @@ class ProgressFile:
 
 
 def _mf_words(entry: Dict[str, Any]) -> str:
-    return "managedFields entries at other versions: %d rewritten to the storage version, %d dropped (%d objects)" % (
-        entry.get("managed_fields_rewritten") or 0, entry.get("managed_fields_dropped") or 0,
-        entry.get("objects_with_stale_managed_fields") or 0)
+    return ("managedFields entries at other versions: %d rewritten to the storage version, %d translated, %d dropped, "
+            "%d kept (nothing maps), %d untouched (%d objects)" % (
+                entry.get("managed_fields_rewritten") or 0, entry.get("managed_fields_translated") or 0,
+                entry.get("managed_fields_dropped") or 0, entry.get("managed_fields_unmappable") or 0,
+                entry.get("managed_fields_untouched") or 0, entry.get("objects_with_stale_managed_fields") or 0))
 
 
-def started_message(crd: Crd) -> str:
-    if keeps_ownership(crd.conversion_strategy):
+def started_message(crd: Crd, removed_versions: Optional[Tuple[str, ...]] = None) -> str:
+    removed = removed_for(crd.name, removed_versions)
+    which = "at %s" % ", ".join(sorted(removed)) if removed is not None else "at other versions"
+    if removed is not None and not removed:
+        action = "left as they are (no version of this CRD is being removed)"
+    elif keeps_ownership(crd.conversion_strategy):
         action = "set to %s (ownership kept)" % crd.storage_version
+    elif removed is None:
+        action = "left as they are (webhook conversion, and no removed versions given)"
     else:
-        action = "dropped (webhook conversion; field paths may differ)"
+        action = "translated into %s's field paths through the conversion webhook" % crd.storage_version
     return ("Re-storing every object at storage version %s (status.storedVersions: %s) with no-op writes; "
-            "managedFields entries at other versions of %s are %s." % (
-                crd.storage_version, ", ".join(crd.stored_versions) or "none", crd.group, action))
+            "managedFields entries %s of %s are %s." % (
+                crd.storage_version, ", ".join(crd.stored_versions) or "none", which, crd.group, action))
 
 
 def finished_event(entry: Dict[str, Any]) -> Tuple[str, str, bool]:
@@ -160,7 +173,8 @@ def _emit(transport: Transport, crd: Crd, errors: List[str], reason: str, messag
 
 
 def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier_transports: Dict[str, Transport],
-             progress: ProgressFile, stop_check: Optional[StopCheck] = None) -> Dict[str, Any]:
+             progress: ProgressFile, stop_check: Optional[StopCheck] = None,
+             pace: Optional[PaceGate] = None) -> Dict[str, Any]:
     """The full re-store pass of one CRD, behind the HA barrier, with Events (never in check mode)."""
     check_mode = options.restore.check_mode
     barrier = None
@@ -172,10 +186,10 @@ def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier_transp
         revision = barrier_revision(transport, crd) if options.skip_current else None
     errors: List[str] = []
     if not check_mode:
-        _emit(transport, crd, errors, PASS_STARTED, started_message(crd))
+        _emit(transport, crd, errors, PASS_STARTED, started_message(crd, options.restore.removed_versions))
     try:
         entry = migrate_crd(transport, crd, options.restore, progress=progress.update, stop_check=stop_check,
-                            stop=options.stop, barrier_revision=revision).to_dict()
+                            stop=options.stop, barrier_revision=revision, pace=pace).to_dict()
     except CrdOpsError as exc:
         if not check_mode:
             _emit(transport, crd, errors, PASS_FAILED, "Pass at storage version %s stopped: %s" % (
@@ -190,10 +204,11 @@ def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier_transp
 
 
 def run_managed_fields_pass(transport: Transport, crd: Crd, options: RunOptions,
-                            progress: ProgressFile, stop_check: Optional[StopCheck] = None) -> Dict[str, Any]:
+                            progress: ProgressFile, stop_check: Optional[StopCheck] = None,
+                            pace: Optional[PaceGate] = None) -> Dict[str, Any]:
     """For a skipped CRD: fix stale managedFields entries; an Event only when something was (to be) written."""
     entry = fix_managed_fields(transport, crd, options.restore, progress=progress.update,
-                               stop_check=stop_check, stop=options.stop).to_dict()
+                               stop_check=stop_check, stop=options.stop, pace=pace).to_dict()
     errors: List[str] = []
     if not options.restore.check_mode and (entry["objects_with_stale_managed_fields"] or problem_of(entry)):
         reason, message, warning = finished_event(entry)
@@ -210,16 +225,21 @@ def run_migration(transport: Transport, crds: List[Crd], options: RunOptions,
     check_mode = options.restore.check_mode
     for crd in crds:  # every selected CRD is checked before the first write
         check_migratable(crd, transport.cluster_label)
+        check_removed_versions(crd, options.restore.removed_versions, transport.cluster_label)
     progress.state["crds_total"] = len(crds)
+    carry = PaceCarry(options.restore.pace, options.restore.workers, options.pace_start)
     for crd in crds:
         lease = None if check_mode else take_lease(transport, crd, options)
+        gate = carry.gate()
         try:
             if lease is not None:  # another run may have finished (record) or advanced (checkpoint) meanwhile
                 crd = get_crd(transport, crd.name)
             entry, had_valid_record = migrate_one(transport, crd, options, barrier_transports, progress,
-                                                  lease.lost_reason if lease is not None else None)
+                                                  lease.lost_reason if lease is not None else None, gate)
         finally:
             released = lease.release() if lease is not None else None
+            carry.keep(gate)
+            result.pace_learned = carry.learned.to_dict() if carry.learned else None
         entry["lease"] = dict(lease.to_dict(), release_error=released) if lease is not None else None
         result.crds.append(entry)
         for key in TOTAL_KEYS:
@@ -245,15 +265,16 @@ def take_lease(transport: Transport, crd: Crd, options: RunOptions) -> PassLease
 
 
 def migrate_one(transport: Transport, crd: Crd, options: RunOptions, barrier_transports: Dict[str, Transport],
-                progress: ProgressFile, stop_check: Optional[StopCheck]) -> Tuple[Dict[str, Any], bool]:
+                progress: ProgressFile, stop_check: Optional[StopCheck],
+                pace: Optional[PaceGate] = None) -> Tuple[Dict[str, Any], bool]:
     """The pass over one CRD, or its managedFields-only pass when it is skipped; (entry, had a valid record)."""
     had_valid_record = validate_record(crd).ok
     skip = skip_reason(crd, options.force, had_valid_record, crd.name in options.require_record)
     if skip:
-        entry = run_managed_fields_pass(transport, crd, options, progress, stop_check)
+        entry = run_managed_fields_pass(transport, crd, options, progress, stop_check, pace)
         entry["barrier"] = None
     else:
-        entry = run_pass(transport, crd, options, barrier_transports, progress, stop_check)
+        entry = run_pass(transport, crd, options, barrier_transports, progress, stop_check, pace)
     entry["skipped"] = skip
     return entry, had_valid_record
 
