@@ -24,6 +24,7 @@ import yaml
 from tests.clients import Flux, Kubectl
 from tests.controlplane import etcd_reader
 from tests.controlplane.kube import make_crd, objects_path
+from tests.controlplane.webhook import WebhookServer, conversion_spec, widget_schemas
 from tests.integration import reliability
 from tests.integration.modrun import ansible_playbook
 
@@ -132,6 +133,37 @@ class NoneColumn(Column):
         return {"size": 7}
 
 
+class WebhookColumn(Column):
+    """conversion Webhook (tests/controlplane/webhook.py): spec.size is renamed spec.replicas, the often equal
+    spec.primaryZone / spec.backupZone move to spec.zones.primary / .backup, the list-map spec.ports changes
+    its key from `name` to `portName`, and spec.endpoint is split into spec.host and spec.port."""
+
+    client_side_prunes_across_conversion = False
+
+    def schema(self, version: str) -> dict:
+        return widget_schemas()[version]
+
+    def before(self, i: int) -> dict:
+        return {"size": i, "color": "blue", "primaryZone": "eu-1", "backupZone": "eu-1",
+                "ports": [{"name": "http", "number": 8080}], "endpoint": f"svc-{i}:8080"}
+
+    def after(self, i: int) -> dict:
+        return {"replicas": i + 100, "color": "blue", "zones": {"primary": "eu-1"},
+                "ports": [{"portName": "http", "number": 8080}], "host": f"svc-{i}", "port": "8080"}
+
+    def changed(self, spec: dict) -> object:
+        return spec.get("replicas")
+
+    def dropped_present(self, spec: dict) -> bool:
+        return "backup" in (spec.get("zones") or {})
+
+    def patch_after(self, i: int) -> dict:
+        return {"spec": {"replicas": i + 100, "zones": {"backup": None}}}
+
+    def third_manager(self, i: int) -> dict:
+        return {"replicas": 7}
+
+
 def object_names(client: str) -> list[str]:
     return [f"{client}-{i:02d}" for i in range(COUNTS[client])]
 
@@ -194,14 +226,17 @@ def upgraded(cluster, kube, tmp_path_factory):
     kubectl = Kubectl(cluster.kubeconfig, cluster.contexts()[0])
     flux = Flux(cluster.kubeconfig, cluster.contexts()[0])
     kube.ensure_namespace(NS)
+    webhook = WebhookServer(cluster.pki, tmp / "webhook").start()
     suffix = uuid.uuid4().hex[:6]
     cols: dict[str, Column] = {
         "None": NoneColumn("None", f"none{suffix}.clients.crdops.test"),
+        "Webhook": WebhookColumn("Webhook", f"hook{suffix}.clients.crdops.test", conversion=conversion_spec(webhook)),
     }
     for col in cols.values():
         seed(kube, kubectl, flux, col)
     proc = run_role(cluster, tmp, list(cols.values()))
-    return cols, kubectl, flux, proc
+    yield cols, kubectl, flux, proc
+    webhook.stop()
 
 
 def kubectl_errors(stderr: str) -> str:
@@ -272,7 +307,7 @@ def check_noop(kube, kubectl: Kubectl, flux: Flux, col: Column) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("conversion", ["None"])
+@pytest.mark.parametrize("conversion", ["None", "Webhook"])
 def test_real_clients_after_the_role(cluster, kube, upgraded, conversion):
     cols, kubectl, flux, proc = upgraded
     assert proc.returncode == 0, proc.stdout[-6000:]
