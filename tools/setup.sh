@@ -96,6 +96,9 @@ echo "== control plane binaries"
 # kubectl and Flux's apply library, the real clients of the tests (tests/clients: one binary, cached by version)
 echo "== real clients"
 "$REPO_ROOT/tests/clients/build.sh"
+# cert-manager's own conversion webhook (tests/certmanager): ~4 minutes cold on 2 cores, then cached
+echo "== cert-manager webhook"
+"$REPO_ROOT/tests/certmanager/build.sh"
 
 # The collection is found under ansible_collections/crdops/migration; link the working tree there.
 mkdir -p "$ANSIBLE_HOME"
