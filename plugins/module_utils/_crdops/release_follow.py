@@ -24,8 +24,9 @@ How: one JSON patch per CRD, a ``test`` of ``metadata.resourceVersion`` first, t
 The apiserver applies it whole or not at all, only to the CRD that was read; a writer in between makes the
 ``test`` fail and the CRD is read again. The same patch is sent with ``dryRun=All`` first: a field the
 apiserver defaults when absent (``spec.conversion`` comes back as ``strategy: None``) is already as the release
-leaves it, so a CRD whose dry-run changes nothing is left alone and nothing is reported (a rerun is a no-op). A remove-only patch gives the patching manager no field, and the
-apiserver takes the removed fields out of every manager's ``managedFields``.
+leaves it, so a CRD whose dry-run changes nothing is left alone and nothing is reported (a rerun is a no-op).
+A remove-only patch gives the patching manager no field, and the apiserver takes the removed fields out of
+every manager's ``managedFields``.
 """
 
 from __future__ import annotations
