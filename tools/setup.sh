@@ -92,6 +92,9 @@ fi
 
 echo "== control plane binaries"
 "$REPO_ROOT/tests/controlplane/build.sh" "$@"
+# cert-manager's own conversion webhook (tests/certmanager): ~4 minutes cold on 2 cores, then cached
+echo "== cert-manager webhook"
+"$REPO_ROOT/tests/certmanager/build.sh"
 
 # The collection is found under ansible_collections/crdops/migration; link the working tree there.
 mkdir -p "$ANSIBLE_HOME"
