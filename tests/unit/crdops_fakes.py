@@ -51,7 +51,10 @@ def make_crd(name="crontabs.stable.example.com", versions=(("v1", True, False), 
     return {
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": name, "generation": generation, "resourceVersion": "10", "uid": "u-" + name,
-                     "annotations": dict(annotations or {}), "labels": dict(labels or {})},
+                     "annotations": dict(annotations or {}), "labels": dict(labels or {}),
+                     # the spec's last change (the storage flip), long before the fake's clock: no drain to wait
+                     "managedFields": [{"manager": "kubectl", "operation": "Apply", "time": "2026-01-01T00:00:00Z",
+                                        "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]},
         "spec": {"group": group, "scope": scope,
                  "names": {"plural": plural, "kind": plural.capitalize()[:-1]},
                  "versions": [{"name": n, "served": s, "storage": st} for n, s, st in versions],
@@ -249,9 +252,16 @@ class FakeCluster:
         obj = objs.get(key)
         if obj is None:
             return not_found(group, plural, name)
-        if method == "PATCH":
+        if method == "PATCH" and content_type == "application/json-patch+json":
+            # the confirming pass: a JSON patch that only tests the resourceVersion (no content)
+            ops = json.loads(body)
+            assert [op["op"] for op in ops] == ["test"] and ops[0]["path"] == "/metadata/resourceVersion", ops
+            if ops[0]["value"] != obj["rv"]:
+                return status(422, "the server rejected our request due to an error in our request", "Invalid")
+        elif method == "PATCH":
             assert body == b"{}", "the engine must never send object content"
             assert content_type == "application/merge-patch+json"
+        if method == "PATCH":
             storage = self.storage_of(crd_name)
             if obj["stored"] != storage:
                 obj["stored"] = storage
