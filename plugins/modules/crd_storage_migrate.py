@@ -139,7 +139,7 @@ options:
         against O(barrier_timeout) nor against a second run's O(lease_wait). A stop request ends it at once.
     type: float
     default: 65
-    version_added: 1.2.0
+    version_added: 1.1.0
   confirm_passes:
     description:
       - Without O(etcd_url), the most confirming passes after the re-store. Each sends every object a no-op JSON patch
@@ -152,13 +152,13 @@ options:
         refuses such a record unless told otherwise. At most V(10).
     type: int
     default: 3
-    version_added: 1.2.0
+    version_added: 1.1.0
   etcd_url:
     description:
       - Client URL of one etcd member. When given, the proof before the record is a read of every key of the CRD from
         one etcd snapshot, each at the storage version (proof C(etcd-scan)), instead of a confirming pass.
     type: str
-    version_added: 1.2.0
+    version_added: 1.1.0
   barrier_fallback:
     description:
       - What to do when not every alive apiserver can be named and reached directly (most managed clusters
@@ -466,7 +466,7 @@ crds:
           mode and for a managedFields-only pass.
       type: dict
       returned: when a pass ran
-      version_added: 1.2.0
+      version_added: 1.1.0
     proof:
       description:
         - The proof behind the record - C(kind) (V(etcd-scan), V(confirming-pass)), C(ok), C(reason) (why no record,
@@ -476,7 +476,7 @@ crds:
           C(etcd). Null when no proof ran (check mode, O(confirm_passes=0), an incomplete pass).
       type: dict
       returned: always
-      version_added: 1.2.0
+      version_added: 1.1.0
 barrier:
   description: How the HA barrier was planned before the first write, or null when no CRD needed a pass.
   returned: always

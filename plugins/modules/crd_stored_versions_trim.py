@@ -51,12 +51,12 @@ options:
   accept_unproven:
     description:
       - "Trim on a valid record whose proof is C(none) (written with O(crdops.migration.crd_storage_migrate#module:confirm_passes=0),
-        or by a version before 1.2.0): no etcd scan and no confirming pass showed that every object is stored at the
+        or by a version before 1.1.0): no etcd scan and no confirming pass showed that every object is stored at the
         storage version. Refused by default. Set it after checking etcd yourself (M(crdops.migration.crd_storage_verify))."
       - The record's proof is returned in RV(crds[].migration_record.proof).
     type: bool
     default: false
-    version_added: 1.2.0
+    version_added: 1.1.0
 seealso:
   - module: crdops.migration.crd_storage_migrate
   - module: crdops.migration.crd_storage_info

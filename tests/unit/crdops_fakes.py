@@ -123,7 +123,10 @@ class FakeCluster:
             if r is not None:
                 return r
         with self.lock:
-            return self._control_plane(method, path, body) or self._route(method, path, q, body, content_type)
+            answer = self._control_plane(method, path, body) or self._route(method, path, q, body, content_type)
+        if isinstance(answer.headers, dict):  # every apiserver answer carries its clock (drain window, Leases)
+            answer.headers.setdefault("Date", formatdate(self.now, usegmt=True))
+        return answer
 
     def for_endpoint(self, url, new_connection_per_request=False):
         return self.endpoints_by_url.get(url, self)

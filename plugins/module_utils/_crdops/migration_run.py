@@ -195,7 +195,11 @@ def before_writes(transport: Transport, crd: Crd, options: RunOptions, barrier: 
                   lease: Optional[PassLease]) -> Tuple[Dict[str, Any], Dict[str, Any], Optional[int]]:
     """Barrier (planned now, from the CRD as read under its Lease), drain, then the skip rule's revision R:
     (barrier, drain, R). A stop request or a lost Lease ends the waits at once."""
-    plan = barrier(crd) if callable(barrier) else barrier
+    try:
+        plan = barrier(crd) if callable(barrier) else barrier
+    except CrdOpsError as exc:  # refused for this CRD (and the ones after it); earlier CRDs' passes stand
+        exc.with_context(cluster=transport.cluster_label, crd=crd.name)
+        raise
     waited = wait_for_storage_version(plan, crd, options.barrier_timeout, options.barrier_settle, stop=options.stop)
     stop_check = lease.lost_reason if lease is not None else None
     drain = Drain(transport, options.drain_window, stop=options.stop).wait(

@@ -35,6 +35,7 @@ from .repair_diagnosis import (
     repair_in_progress,
     version_entry,
 )
+from .proof import ConfirmingPasses
 from .restore import RestoreOptions, migrate_crd
 from .transport import MERGE_PATCH, Transport, dumps, error_from_response
 from .trim import trim_stored_versions
@@ -263,7 +264,9 @@ def wait_readable(transport: Transport, crd: Crd, timeout: float, page_size: int
 def _restore_and_verify(transport: Transport, crd: Crd, options: RepairOptions,
                         etcd_scan: Optional[EtcdScanFn], result: RepairResult) -> None:
     cluster = transport.cluster_label
-    restore = migrate_crd(transport, crd, options.restore)
+    # the proof behind the record: the etcd scan below when etcd is given, else a confirming pass (proof.py)
+    prove = None if etcd_scan is not None else ConfirmingPasses(transport, crd, options.restore)
+    restore = migrate_crd(transport, crd, options.restore, prove=prove)
     result.restore = restore.to_dict()
     if not restore.ok:
         why = restore.aborted_reason or restore.record_error or "%d objects failed" % restore.failed
@@ -314,7 +317,8 @@ def _run_steps(transport: Transport, crd: Crd, missing: List[str], options: Repa
                etcd_scan: Optional[EtcdScanFn], result: RepairResult, now: str) -> None:
     crd = _add_back(transport, crd, missing, options, result, now)
     _restore_and_verify(transport, crd, options, etcd_scan, result)
-    trim = trim_stored_versions(transport, crd.name)
+    # with etcd, the record carries no proof of its own: the scan that just read every key is it
+    trim = trim_stored_versions(transport, crd.name, accept_unproven=etcd_scan is not None)
     result.changed = result.changed or trim.changed
     result.done.append("status.storedVersions %s -> %s" % (trim.before, trim.after))
     to_remove = list(dict.fromkeys(result.missing_versions))
