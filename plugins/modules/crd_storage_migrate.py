@@ -569,7 +569,7 @@ def plan_barrier_for(transport, crds, p, check_mode, warn):
 OPTIONS = dict(
     ETCD_ARG_SPEC,
     drain_window=dict(type="float", default=65),
-    confirm_passes=dict(type="int", default=3),
+    confirm_passes=dict(type="int", default=3, no_log=False),  # "passes" is no password
     page_size=dict(type="int", default=500),
     workers=dict(type="int", default=8),
     pace=dict(type="str", choices=["gentle", "max"], default="gentle"),

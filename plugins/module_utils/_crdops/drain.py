@@ -135,4 +135,3 @@ class Drain:
         else:
             self.sleep(seconds)
         return stop_check() if stop_check is not None else None
-

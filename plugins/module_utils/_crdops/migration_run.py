@@ -76,6 +76,7 @@ class RunOptions:
 BarrierPlanner = Callable[[Crd], Mapping[str, Any]]
 Barrier = Union[Mapping[str, Any], BarrierPlanner]
 
+
 @dataclass
 class RunResult:
     crds: List[Dict[str, Any]] = field(default_factory=list)
