@@ -28,7 +28,8 @@ from .errors import BadInputError, CrdOpsError, at_least
 from .etcd_scan import EtcdReader
 from .events import PASS_FAILED, PASS_STARTED, PASS_SUCCEEDED, emit_crd_event
 from .freshness import barrier_revision
-from .managed_fields import keeps_ownership
+from .managed_fields import check_removed_versions, keeps_ownership, removed_for
+from .pace import Learned, PaceCarry, PaceGate
 from .pass_lease import DEFAULT_NAMESPACE, LeaseHeldError, PassLease
 from .proof import DEFAULT_CONFIRM_PASSES, ConfirmingPasses, etcd_proof
 from .record import Proof, validate_record
@@ -38,7 +39,8 @@ from .stop import StopSignal
 from .transport import Transport
 
 TOTAL_KEYS = ("listed", "rewritten", "unchanged", "gone", "failed", "throttled", "skipped_by_checkpoint",
-              "already_current", "managed_fields_rewritten", "managed_fields_dropped", "objects_with_stale_managed_fields")
+              "already_current", "managed_fields_rewritten", "managed_fields_dropped", "objects_with_stale_managed_fields",
+              "managed_fields_translated", "managed_fields_untouched", "managed_fields_unmappable")
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,8 @@ class RunOptions:
     # passes; 0 (and no reader) writes a record whose proof is "none"
     confirm_passes: int = DEFAULT_CONFIRM_PASSES
     etcd: Optional[EtcdReader] = None
+    # the pace a previous run of this cluster learned (its result's ``pace_learned``): the first pass starts there
+    pace_start: Optional[Learned] = None
 
     def validate(self) -> None:
         self.restore.validate()
@@ -82,6 +86,7 @@ class RunResult:
     crds: List[Dict[str, Any]] = field(default_factory=list)
     totals: Dict[str, int] = field(default_factory=lambda: dict((k, 0) for k in TOTAL_KEYS))
     changed: bool = False
+    pace_learned: Optional[Dict[str, float]] = None  # for the next run of this cluster (RunOptions.pace_start)
 
     def problems(self) -> List[str]:
         return [p for p in (problem_of(entry) for entry in self.crds) if p]
@@ -143,19 +148,27 @@ class ProgressFile:
 
 
 def _mf_words(entry: Dict[str, Any]) -> str:
-    return "managedFields entries at other versions: %d rewritten to the storage version, %d dropped (%d objects)" % (
-        entry.get("managed_fields_rewritten") or 0, entry.get("managed_fields_dropped") or 0,
-        entry.get("objects_with_stale_managed_fields") or 0)
+    return ("managedFields entries at other versions: %d rewritten to the storage version, %d translated, %d dropped, "
+            "%d kept (nothing maps), %d untouched (%d objects)" % (
+                entry.get("managed_fields_rewritten") or 0, entry.get("managed_fields_translated") or 0,
+                entry.get("managed_fields_dropped") or 0, entry.get("managed_fields_unmappable") or 0,
+                entry.get("managed_fields_untouched") or 0, entry.get("objects_with_stale_managed_fields") or 0))
 
 
-def started_message(crd: Crd) -> str:
-    if keeps_ownership(crd.conversion_strategy):
+def started_message(crd: Crd, removed_versions: Optional[Tuple[str, ...]] = None) -> str:
+    removed = removed_for(crd.name, removed_versions)
+    which = "at %s" % ", ".join(sorted(removed)) if removed is not None else "at other versions"
+    if removed is not None and not removed:
+        action = "left as they are (no version of this CRD is being removed)"
+    elif keeps_ownership(crd.conversion_strategy):
         action = "set to %s (ownership kept)" % crd.storage_version
+    elif removed is None:
+        action = "left as they are (webhook conversion, and no removed versions given)"
     else:
-        action = "dropped (webhook conversion; field paths may differ)"
+        action = "translated into %s's field paths through the conversion webhook" % crd.storage_version
     return ("Re-storing every object at storage version %s (status.storedVersions: %s) with no-op writes; "
-            "managedFields entries at other versions of %s are %s." % (
-                crd.storage_version, ", ".join(crd.stored_versions) or "none", crd.group, action))
+            "managedFields entries %s of %s are %s." % (
+                crd.storage_version, ", ".join(crd.stored_versions) or "none", which, crd.group, action))
 
 
 def finished_event(entry: Dict[str, Any]) -> Tuple[str, str, bool]:
@@ -215,7 +228,7 @@ def before_writes(transport: Transport, crd: Crd, options: RunOptions, barrier: 
 
 def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier: Barrier,
              progress: ProgressFile, stop_check: Optional[StopCheck] = None,
-             lease: Optional[PassLease] = None) -> Dict[str, Any]:
+             lease: Optional[PassLease] = None, pace: Optional[PaceGate] = None) -> Dict[str, Any]:
     """The full re-store pass of one CRD, behind the HA barrier and the drain, with Events (never in check mode)."""
     check_mode = options.restore.check_mode
     waited, drain, revision = None, None, None
@@ -223,10 +236,10 @@ def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier: Barri
         waited, drain, revision = before_writes(transport, crd, options, barrier, lease)
     errors: List[str] = []
     if not check_mode:
-        _emit(transport, crd, errors, PASS_STARTED, started_message(crd))
+        _emit(transport, crd, errors, PASS_STARTED, started_message(crd, options.restore.removed_versions))
     try:
         entry = migrate_crd(transport, crd, options.restore, progress=progress.update, stop_check=stop_check,
-                            stop=options.stop, barrier_revision=revision,
+                            stop=options.stop, barrier_revision=revision, pace=pace,
                             prove=None if check_mode else prover(transport, crd, options, progress, stop_check, waited)
                             ).to_dict()
     except CrdOpsError as exc:
@@ -244,10 +257,11 @@ def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier: Barri
 
 
 def run_managed_fields_pass(transport: Transport, crd: Crd, options: RunOptions,
-                            progress: ProgressFile, stop_check: Optional[StopCheck] = None) -> Dict[str, Any]:
+                            progress: ProgressFile, stop_check: Optional[StopCheck] = None,
+                            pace: Optional[PaceGate] = None) -> Dict[str, Any]:
     """For a skipped CRD: fix stale managedFields entries; an Event only when something was (to be) written."""
     entry = fix_managed_fields(transport, crd, options.restore, progress=progress.update,
-                               stop_check=stop_check, stop=options.stop).to_dict()
+                               stop_check=stop_check, stop=options.stop, pace=pace).to_dict()
     errors: List[str] = []
     if not options.restore.check_mode and (entry["objects_with_stale_managed_fields"] or problem_of(entry)):
         reason, message, warning = finished_event(entry)
@@ -267,15 +281,20 @@ def run_migration(transport: Transport, crds: List[Crd], options: RunOptions,
     check_mode = options.restore.check_mode
     for crd in crds:  # every selected CRD is checked before the first write
         check_migratable(crd, transport.cluster_label)
+        check_removed_versions(crd, options.restore.removed_versions, transport.cluster_label)
     progress.state["crds_total"] = len(crds)
+    carry = PaceCarry(options.restore.pace, options.restore.workers, options.pace_start)
     for crd in crds:
         lease = None if check_mode else take_lease(transport, crd, options)
+        gate = carry.gate()
         try:
             if lease is not None:  # another run may have finished (record) or advanced (checkpoint) meanwhile
                 crd = get_crd(transport, crd.name)
-            entry, had_valid_record = migrate_one(transport, crd, options, barrier, progress, lease)
+            entry, had_valid_record = migrate_one(transport, crd, options, barrier, progress, lease, gate)
         finally:
             released = lease.release() if lease is not None else None
+            carry.keep(gate)
+            result.pace_learned = carry.learned.to_dict() if carry.learned else None
         entry["lease"] = dict(lease.to_dict(), release_error=released) if lease is not None else None
         result.crds.append(entry)
         for key in TOTAL_KEYS:
@@ -301,17 +320,18 @@ def take_lease(transport: Transport, crd: Crd, options: RunOptions) -> PassLease
 
 
 def migrate_one(transport: Transport, crd: Crd, options: RunOptions, barrier: Barrier,
-                progress: ProgressFile, lease: Optional[PassLease]) -> Tuple[Dict[str, Any], bool]:
+                progress: ProgressFile, lease: Optional[PassLease],
+                pace: Optional[PaceGate] = None) -> Tuple[Dict[str, Any], bool]:
     """The pass over one CRD, or its managedFields-only pass when it is skipped; (entry, had a valid record)."""
     stop_check = lease.lost_reason if lease is not None else None
     had_valid_record = validate_record(crd).ok
     skip = skip_reason(crd, options.force, had_valid_record, crd.name in options.require_record)
     if skip:
-        entry = run_managed_fields_pass(transport, crd, options, progress, stop_check)
+        entry = run_managed_fields_pass(transport, crd, options, progress, stop_check, pace)
         entry["barrier"] = None
         entry["drain"] = None
     else:
-        entry = run_pass(transport, crd, options, barrier, progress, stop_check, lease)
+        entry = run_pass(transport, crd, options, barrier, progress, stop_check, lease, pace)
     entry["skipped"] = skip
     return entry, had_valid_record
 
