@@ -204,6 +204,8 @@ class FakeCluster:
                               "NotFound")
             if method == "GET":
                 return resp(200, crd)
+            if method == "PATCH" and content_type == "application/json-patch+json":
+                return self._crd_json_patch(crd, json.loads(body))
             if method == "PATCH":
                 patch = json.loads(body)
                 rv = (patch.get("metadata") or {}).get("resourceVersion")
@@ -275,6 +277,20 @@ class FakeCluster:
 
     def close(self):
         self.closed = True
+
+    def _crd_json_patch(self, crd, ops):
+        """A JSON patch of a CRD's metadata: ``test`` of the resourceVersion, ``replace`` of managedFields."""
+        for op in ops:
+            if op["op"] == "test" and op["path"] == "/metadata/resourceVersion":
+                if op["value"] != crd["metadata"]["resourceVersion"]:
+                    return status(422, "the server rejected our request due to an error in our request", "Invalid")
+            elif op["op"] == "replace" and op["path"] == "/metadata/managedFields":
+                crd["metadata"]["managedFields"] = op["value"]
+            else:
+                raise AssertionError("unexpected CRD patch op %r" % op)
+        crd["metadata"]["resourceVersion"] = self.next_rv()
+        self.crd_writes += 1
+        return resp(200, crd)
 
     def _discovery(self, group, version):
         resources = []
