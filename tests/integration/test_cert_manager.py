@@ -92,7 +92,7 @@ def run_role(cluster, tmp_path, webhook, installed, release_n: str):
         "crd_upgrade_release_manifests": write_crds(tmp_path / "n", release_n, crds_for(release_n, webhook)),
         "crd_upgrade_target_manifests": write_crds(tmp_path / "n1", "v1.7.1", crds_for("v1.7.1", webhook)),
         "crd_upgrade_etcd_url": cluster.etcd_url,
-        "crd_upgrade_settle_seconds": 0, "crd_upgrade_preflight": False}}}}
+        "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_preflight": False}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     play = tmp_path / "play.yml"
     play.write_text(yaml.safe_dump([{"hosts": "all", "gather_facts": False,
