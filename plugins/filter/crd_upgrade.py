@@ -77,6 +77,18 @@ def crd_upgrade_doubts(crds):
     return out
 
 
+def _manager_words(tally):
+    words = "%s (%s) %d objects: %d changed" % (tally.get("manager"), tally.get("operation"), tally.get("objects", 0),
+                                                tally.get("changed", 0))
+    if tally.get("operation") == "Apply":
+        words += ", %d conflicts named it" % tally.get("conflicts_named", 0)
+    if tally.get("unchanged_only"):
+        words += ", %d unchanged only" % tally["unchanged_only"]
+    if tally.get("failed"):
+        words += ", %d FAILED" % tally["failed"]
+    return words
+
+
 def crd_upgrade_client_summary(crds):
     """One line per CRD of crd_client_check's ``crds``."""
     out = []
@@ -84,12 +96,23 @@ def crd_upgrade_client_summary(crds):
         line = "%s: %d objects listed, %d checked, %d applies and %d probes" % (
             crd.get("name"), crd.get("listed", 0), crd.get("checked_objects", 0), crd.get("applies", 0),
             crd.get("probes", 0))
-        if crd.get("managers"):
+        if crd.get("by_manager"):
+            line += " (%s)" % "; ".join(_manager_words(t) for t in crd["by_manager"])
+        elif crd.get("managers"):
             line += " (managers %s)" % ", ".join(crd["managers"])
         if not crd.get("ok", True):
             line += ", FAILED: %d failed, %d objects with entries at removed versions" % (
                 crd.get("failed", 0), crd.get("stale_objects", 0))
         out.append(line)
+    return out
+
+
+def crd_upgrade_client_records(crds, broken_clients=None):
+    """crd_client_check's ``crds``, each with the ``broken_clients`` (writers.yml) of its CRD."""
+    out = []
+    for crd in crds or []:
+        mine = [c for c in broken_clients or [] if c.get("crd") == crd.get("name")]
+        out.append(dict(crd, broken_clients=mine))
     return out
 
 
@@ -100,4 +123,5 @@ class FilterModule:
             "crd_upgrade_leftovers": crd_upgrade_leftovers,
             "crd_upgrade_doubts": crd_upgrade_doubts,
             "crd_upgrade_client_summary": crd_upgrade_client_summary,
+            "crd_upgrade_client_records": crd_upgrade_client_records,
         }

@@ -232,10 +232,16 @@ writers:
   contains:
     since: {description: The time (apiserver's clock) entries are compared with., type: str, returned: always}
     server_time: {description: The apiserver's time when the check began., type: str, returned: always}
-    metrics: {description: Where the request counters were measured, or why not (C(not measured ...))., type: str, returned: always}
+    metrics:
+      description: Where the request counters were measured, or why not (C(not measured ...)).
+      type: str
+      returned: always
     metrics_window_s: {description: Seconds between the two reads of C(/metrics)., type: float, returned: always}
     ok: {description: No client uses a removed version., type: bool, returned: always}
-    refusal: {description: When not C(ok) one sentence naming cluster and CRD, each client and the way out., type: str, returned: always}
+    refusal:
+      description: When not C(ok), one sentence naming the cluster, each CRD and client, and the way out.
+      type: str
+      returned: always
     crds:
       description: >-
         Per CRD C(name), C(removed_versions), C(listed), C(writers) (C(manager), C(operation), C(version),
