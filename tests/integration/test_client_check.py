@@ -132,7 +132,8 @@ def test_client_check_changes_an_owned_value_and_a_new_manager_conflicts_naming_
                                               fail_on_error=False))
     crd = out["crds"][0]
     assert (crd["listed"], crd["checked_objects"], crd["applies"], crd["rivals"], crd["patches"]) == (4, 4, 3, 2, 2), crd
-    # applied-00/01: argocd-controller changed .spec.size (0 -> 1, 1 -> 2) and the rival got 409 naming it
+    # applied-00/01: argocd-controller changed a value it owns (.spec.color, the first in its fieldsV1) and the
+    # rival's same change got 409 naming it
     tallies = {(t["manager"], t["operation"]): t for t in crd["by_manager"]}
     assert tallies[("argocd-controller", "Apply")] == {
         "manager": "argocd-controller", "operation": "Apply", "objects": 3, "changed": 2, "unchanged_only": 0,
@@ -144,21 +145,22 @@ def test_client_check_changes_an_owned_value_and_a_new_manager_conflicts_naming_
     [failure] = crd["failures"]
     assert (failure["object"], failure["manager"], failure["operation"], failure["status"]) == (
         "apps/applied-02", "argocd-controller", "Apply", 409), failure
-    assert 'conflict with "before-first-apply"' in failure["message"] and ".spec.size" in failure["message"]
+    assert failure["message"].startswith("changing .spec.color: "), failure
+    assert 'conflict with "before-first-apply" using %s: .spec.color' % s.new() in failure["message"], failure
     assert out["ok"] is False and crd["ok"] is False
     # what the check predicted is what a real client meets: the same change, no dry-run
     try:
-        ssa(kube, s, "v1beta1", "apps", "applied-02", "argocd-controller", {"size": 3, "color": "blue"})
-        raise AssertionError("the owner's change of .spec.size went through on the stripped object")
+        ssa(kube, s, "v1beta1", "apps", "applied-02", "argocd-controller", {"size": 2, "color": "blue-crdops"})
+        raise AssertionError("the owner's change of .spec.color went through on the stripped object")
     except KubeError as exc:
         assert exc.status == 409 and 'conflict with "before-first-apply"' in exc.message, exc
     try:
-        ssa(kube, s, "v1beta1", "apps", "applied-00", "crdops-client-check-rival", {"size": 1})
-        raise AssertionError("a new manager changed .spec.size owned by argocd-controller without force")
+        ssa(kube, s, "v1beta1", "apps", "applied-00", "crdops-client-check-rival", {"color": "blue-crdops"})
+        raise AssertionError("a new manager changed .spec.color owned by argocd-controller without force")
     except KubeError as exc:
         assert exc.status == 409 and 'conflict with "argocd-controller"' in exc.message, exc
-    changed = ssa(kube, s, "v1beta1", "apps", "applied-00", "argocd-controller", {"size": 1, "color": "blue"})
-    assert changed["spec"]["size"] == 1
+    changed = ssa(kube, s, "v1beta1", "apps", "applied-00", "argocd-controller", {"size": 0, "color": "blue-crdops"})
+    assert changed["spec"] == {"size": 0, "color": "blue-crdops"}
     # the check itself wrote nothing (every request a dry-run); only the two applies above wrote
     written = [k for k in etcd_reader.keys_written_since(cluster.etcd_url, revision) if group in k]
     assert written == [f"/registry/{group}/widgets/apps/applied-00"], written
