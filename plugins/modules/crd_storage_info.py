@@ -229,7 +229,8 @@ cluster:
 server_time:
   description:
     - The apiserver's time when the task began (its C(Date) header), RFC 3339. Compare C(managedFields) times
-      with it, never with the controller's clock (O(crdops.migration.crd_client_check#module:since) of M(crdops.migration.crd_client_check) with O(crdops.migration.crd_client_check#module:check=writers)).
+      with it, never with the controller's clock (O(crdops.migration.crd_client_check#module:since) of
+      M(crdops.migration.crd_client_check) with O(crdops.migration.crd_client_check#module:check=writers)).
   returned: success
   type: str
   sample: "2026-12-01T15:04:05Z"

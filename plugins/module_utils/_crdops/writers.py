@@ -334,8 +334,7 @@ def find_writers(transport: Transport, crds: List[Crd], options: WritersOptions,
     ``connect(url)``: a transport to one apiserver with the same credentials (for its /metrics)."""
     options.validate()
     now = server_clock(transport)
-    since = parse_time(options.since) if options.since else now - options.lookback
-    assert since is not None  # validated
+    since = (parse_time(options.since) if options.since else None) or now - options.lookback  # since: validated
     checked = [c for c in crds if removed_of(c, options.removed_versions)]
     results = dict((c.name, CrdWriters(c.name, c.group, removed_of(c, options.removed_versions))) for c in checked)
 

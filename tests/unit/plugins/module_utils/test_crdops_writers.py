@@ -78,15 +78,15 @@ def obj(name, *entries):
 OBJECTS = [
     obj("w-1", entry("argocd", "v1", "2026-12-01T14:59:58Z"), entry("flux", "v2", "2026-12-01T14:59:59Z")),
     obj("w-2", entry("argocd", "v1", "2026-12-01T14:58:00Z")),
-    obj("w-3", entry("argocd", "v1", "2026-12-01T14:10:00Z"), entry("kubectl-edit", "v1", "2026-12-01T14:59:00Z",
-                                                                      "Update")),
+    obj("w-3", entry("argocd", "v1", "2026-12-01T14:10:00Z"),
+        entry("kubectl-edit", "v1", "2026-12-01T14:59:00Z", "Update")),
 ]
 
 
 def test_writers_are_named_from_entry_times_on_the_apiservers_clock():
     # since 14:55 by the apiserver's clock: w-1 and w-2 by argocd, w-3 by kubectl-edit; w-3's argocd entry is older
-    out = find_writers(Server(OBJECTS), [crd()], WritersOptions({NAME: ["v1"]}, since="2026-12-01T14:55:00Z",
-                                                                 metrics_window=0))
+    options = WritersOptions({NAME: ["v1"]}, since="2026-12-01T14:55:00Z", metrics_window=0)
+    out = find_writers(Server(OBJECTS), [crd()], options)
     c = out.crds[0]
     assert [(w.manager, w.operation, w.version, w.objects) for w in c.writers] == [
         ("argocd", "Apply", "v1", 2), ("kubectl-edit", "Update", "v1", 1)]
