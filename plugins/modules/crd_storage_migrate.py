@@ -395,7 +395,9 @@ crds:
           flight at the end), C(min_limit) and C(max_limit_reached) (the lowest and highest limit of the pass),
           C(workers), C(baseline_ms) (the idle write latency learned), C(latency_ms) (median of the last window),
           C(backoffs) (cuts of the limit, latency or throttling), C(throttle_backoffs) (of which for 429/503),
-          C(windows), C(probes) (windows run at one write in flight) and C(peak_in_flight).
+          C(windows), C(probes) (windows run at one write in flight), C(peak_in_flight) and C(started_from)
+          (C(limit) and C(baseline_ms) this pass started from, learned by the previous pass of the same run with
+          O(pace=gentle); null for the first pass).
       type: dict
       returned: always
       sample: {mode: gentle, final_limit: 3, min_limit: 1, max_limit_reached: 5, workers: 8, baseline_ms: 2.4,

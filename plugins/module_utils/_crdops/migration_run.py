@@ -27,6 +27,7 @@ from .errors import CrdOpsError
 from .events import PASS_FAILED, PASS_STARTED, PASS_SUCCEEDED, emit_crd_event
 from .freshness import barrier_revision
 from .managed_fields import keeps_ownership
+from .pace import Learned, PaceCarry, PaceGate
 from .pass_lease import DEFAULT_NAMESPACE, LeaseHeldError, PassLease
 from .record import validate_record
 from .restore import RestoreOptions, StopCheck, check_migratable, fix_managed_fields, migrate_crd
@@ -53,6 +54,8 @@ class RunOptions:
     stop: Optional[StopSignal] = None  # Ctrl-C, SIGTERM or a vanished supervisor ends the pass (stop.py)
     # do not write objects last written after the barrier passed (no stale managedFields): already_current
     skip_current: bool = True
+    # the pace a previous run of this cluster learned (its result's ``pace_learned``): the first pass starts there
+    pace_start: Optional[Learned] = None
 
     def validate(self) -> None:
         self.restore.validate()
@@ -63,6 +66,7 @@ class RunResult:
     crds: List[Dict[str, Any]] = field(default_factory=list)
     totals: Dict[str, int] = field(default_factory=lambda: dict((k, 0) for k in TOTAL_KEYS))
     changed: bool = False
+    pace_learned: Optional[Dict[str, float]] = None  # for the next run of this cluster (RunOptions.pace_start)
 
     def problems(self) -> List[str]:
         return [p for p in (problem_of(entry) for entry in self.crds) if p]
@@ -160,7 +164,8 @@ def _emit(transport: Transport, crd: Crd, errors: List[str], reason: str, messag
 
 
 def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier_transports: Dict[str, Transport],
-             progress: ProgressFile, stop_check: Optional[StopCheck] = None) -> Dict[str, Any]:
+             progress: ProgressFile, stop_check: Optional[StopCheck] = None,
+             pace: Optional[PaceGate] = None) -> Dict[str, Any]:
     """The full re-store pass of one CRD, behind the HA barrier, with Events (never in check mode)."""
     check_mode = options.restore.check_mode
     barrier = None
@@ -175,7 +180,7 @@ def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier_transp
         _emit(transport, crd, errors, PASS_STARTED, started_message(crd))
     try:
         entry = migrate_crd(transport, crd, options.restore, progress=progress.update, stop_check=stop_check,
-                            stop=options.stop, barrier_revision=revision).to_dict()
+                            stop=options.stop, barrier_revision=revision, pace=pace).to_dict()
     except CrdOpsError as exc:
         if not check_mode:
             _emit(transport, crd, errors, PASS_FAILED, "Pass at storage version %s stopped: %s" % (
@@ -190,10 +195,11 @@ def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier_transp
 
 
 def run_managed_fields_pass(transport: Transport, crd: Crd, options: RunOptions,
-                            progress: ProgressFile, stop_check: Optional[StopCheck] = None) -> Dict[str, Any]:
+                            progress: ProgressFile, stop_check: Optional[StopCheck] = None,
+                            pace: Optional[PaceGate] = None) -> Dict[str, Any]:
     """For a skipped CRD: fix stale managedFields entries; an Event only when something was (to be) written."""
     entry = fix_managed_fields(transport, crd, options.restore, progress=progress.update,
-                               stop_check=stop_check, stop=options.stop).to_dict()
+                               stop_check=stop_check, stop=options.stop, pace=pace).to_dict()
     errors: List[str] = []
     if not options.restore.check_mode and (entry["objects_with_stale_managed_fields"] or problem_of(entry)):
         reason, message, warning = finished_event(entry)
@@ -211,15 +217,19 @@ def run_migration(transport: Transport, crds: List[Crd], options: RunOptions,
     for crd in crds:  # every selected CRD is checked before the first write
         check_migratable(crd, transport.cluster_label)
     progress.state["crds_total"] = len(crds)
+    carry = PaceCarry(options.restore.pace, options.restore.workers, options.pace_start)
     for crd in crds:
         lease = None if check_mode else take_lease(transport, crd, options)
+        gate = carry.gate()
         try:
             if lease is not None:  # another run may have finished (record) or advanced (checkpoint) meanwhile
                 crd = get_crd(transport, crd.name)
             entry, had_valid_record = migrate_one(transport, crd, options, barrier_transports, progress,
-                                                  lease.lost_reason if lease is not None else None)
+                                                  lease.lost_reason if lease is not None else None, gate)
         finally:
             released = lease.release() if lease is not None else None
+            carry.keep(gate)
+            result.pace_learned = carry.learned.to_dict() if carry.learned else None
         entry["lease"] = dict(lease.to_dict(), release_error=released) if lease is not None else None
         result.crds.append(entry)
         for key in TOTAL_KEYS:
@@ -245,15 +255,16 @@ def take_lease(transport: Transport, crd: Crd, options: RunOptions) -> PassLease
 
 
 def migrate_one(transport: Transport, crd: Crd, options: RunOptions, barrier_transports: Dict[str, Transport],
-                progress: ProgressFile, stop_check: Optional[StopCheck]) -> Tuple[Dict[str, Any], bool]:
+                progress: ProgressFile, stop_check: Optional[StopCheck],
+                pace: Optional[PaceGate] = None) -> Tuple[Dict[str, Any], bool]:
     """The pass over one CRD, or its managedFields-only pass when it is skipped; (entry, had a valid record)."""
     had_valid_record = validate_record(crd).ok
     skip = skip_reason(crd, options.force, had_valid_record, crd.name in options.require_record)
     if skip:
-        entry = run_managed_fields_pass(transport, crd, options, progress, stop_check)
+        entry = run_managed_fields_pass(transport, crd, options, progress, stop_check, pace)
         entry["barrier"] = None
     else:
-        entry = run_pass(transport, crd, options, barrier_transports, progress, stop_check)
+        entry = run_pass(transport, crd, options, barrier_transports, progress, stop_check, pace)
     entry["skipped"] = skip
     return entry, had_valid_record
 

@@ -14,6 +14,11 @@ of drifting up with the load it causes (BBR's ProbeRTT). docs/how-it-works.md sa
 
 ``pace: max`` measures the same way but never moves the limit from ``workers`` (the full-speed behaviour of
 a maintenance window). Both modes are bounded by the transport's ``max_qps``.
+
+A cluster's passes run one CRD after another against the same apiserver: a pass may start from what the one
+before it learned (:class:`Learned`: its limit and idle baseline) instead of from one write in flight, so a
+cluster with many small CRDs does not spend each of them climbing from the slowest pace. The carried baseline
+ages out like any window median, and the first window still cuts the limit if this CRD's writes are slower.
 """
 
 from __future__ import annotations
@@ -33,6 +38,27 @@ Clock = Callable[[], float]
 
 
 @dataclass(frozen=True)
+class Learned:
+    """What a pass's limiter learned: the limit it ended at and the idle baseline (seconds), for the next pass."""
+    limit: float
+    baseline: float
+
+    def to_dict(self) -> Dict[str, float]:
+        return {"limit": self.limit, "baseline_ms": round(self.baseline * 1000.0, 3)}
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> Optional[Learned]:
+        """From ``to_dict()`` output (a previous module result); None for anything else."""
+        if not isinstance(raw, dict):
+            return None
+        try:
+            limit, baseline = float(raw["limit"]), float(raw["baseline_ms"]) / 1000.0
+        except (KeyError, TypeError, ValueError):
+            return None
+        return cls(limit, baseline) if limit >= 1.0 and baseline > 0.0 else None
+
+
+@dataclass(frozen=True)
 class PaceSettings:
     tolerance: float = 1.5  # a window median up to this many times the baseline (plus slack) is not congestion
     slack: float = 0.0005  # seconds: below a millisecond or so, a rise is this process's own scheduling noise
@@ -47,7 +73,7 @@ class GradientLimiter:
     """The limit and what it was learned from. Not thread-safe: :class:`PaceGate` calls it under its lock."""
 
     def __init__(self, max_limit: int, adaptive: bool = True, settings: PaceSettings = PaceSettings(),
-                 clock: Clock = time.monotonic) -> None:
+                 clock: Clock = time.monotonic, start: Optional[Learned] = None) -> None:
         self.max_limit = max(1, int(max_limit))
         self.adaptive = adaptive
         self.settings = settings
@@ -67,6 +93,23 @@ class GradientLimiter:
         self._cut_in_window = False
         self._probe_since: Optional[float] = None  # a probe window counts writes started after this
         self._last_probe = clock()
+        self.started_from: Optional[Learned] = None
+        if adaptive and start is not None:
+            self._start_from(start)
+
+    def _start_from(self, start: Learned) -> None:
+        """Begin at an earlier pass's limit, its baseline remembered as a window median that ends now."""
+        self.started_from = start
+        self._set_limit(start.limit)
+        self.min_seen = self.max_seen = self.limit
+        self._history.append((self.clock(), start.baseline))
+        self.baseline = start.baseline
+
+    def learned(self) -> Optional[Learned]:
+        """The limit and baseline for the next pass; None before the first window (nothing was learned)."""
+        if not self.adaptive or self.baseline is None:
+            return None
+        return Learned(self.limit, self.baseline)
 
     @property
     def permits(self) -> int:
@@ -140,7 +183,8 @@ class GradientLimiter:
                 "min_limit": int(self.min_seen), "max_limit_reached": int(self.max_seen), "workers": self.max_limit,
                 "baseline_ms": _ms(self.baseline), "latency_ms": _ms(self.latency), "backoffs": self.backoffs,
                 "throttle_backoffs": self.throttle_backoffs, "windows": self.windows,
-                "congested_windows": self.congested, "probes": self.probes}
+                "congested_windows": self.congested, "probes": self.probes,
+                "started_from": self.started_from.to_dict() if self.started_from else None}
 
 
 def _ms(seconds: Optional[float]) -> Optional[float]:
@@ -192,9 +236,29 @@ class PaceGate:
 
 
 def pace_gate(mode: str, workers: int, clock: Clock = time.monotonic,
-              settings: PaceSettings = PaceSettings()) -> PaceGate:
-    """The gate of one pass: adaptive for ``gentle``, fixed at ``workers`` for ``max``."""
-    return PaceGate(GradientLimiter(workers, adaptive=(mode == GENTLE), settings=settings, clock=clock), clock=clock)
+              settings: PaceSettings = PaceSettings(), start: Optional[Learned] = None) -> PaceGate:
+    """The gate of one pass: adaptive for ``gentle`` (from ``start`` when an earlier pass learned it), fixed at
+    ``workers`` for ``max``."""
+    limiter = GradientLimiter(workers, adaptive=(mode == GENTLE), settings=settings, clock=clock, start=start)
+    return PaceGate(limiter, clock=clock)
+
+
+class PaceCarry:
+    """One cluster's passes, one after another: each gate starts from what the previous gates learned."""
+
+    def __init__(self, mode: str, workers: int, start: Optional[Learned] = None) -> None:
+        self.mode, self.workers = mode, workers
+        self.learned = start
+
+    def gate(self) -> PaceGate:
+        return pace_gate(self.mode, self.workers, start=self.learned)
+
+    def keep(self, gate: PaceGate) -> None:
+        """After a pass: remember what its gate learned (a pass that wrote nothing leaves the memory as it was)."""
+        with gate._cond:
+            learned = gate.limiter.learned()
+        if learned is not None:
+            self.learned = learned
 
 
 def describe(snap: Optional[Dict[str, Any]]) -> str:

@@ -617,15 +617,18 @@ def migrate_crd(
     stop_check: Optional[StopCheck] = None,
     stop: Optional[StopSignal] = None,
     barrier_revision: Optional[int] = None,
+    pace: Optional[PaceGate] = None,
 ) -> CrdResult:
     """Run one complete re-store pass over ``crd`` (as read when the pass starts) and, when it is
     complete with zero failures, write the migration record. Never raises for per-object errors;
     fatal errors (conversion webhook, auth, connection past the retry deadline) end the pass with
     ``aborted_reason`` set. Bad input raises before anything is written. ``barrier_revision``: the etcd revision
-    read when the HA barrier passed; objects written after it are counted ``already_current`` (freshness.py)."""
+    read when the HA barrier passed; objects written after it are counted ``already_current`` (freshness.py).
+    ``pace``: the gate of the writes (default: a fresh one from ``options``; migration_run.py passes one that
+    starts from what the cluster's previous pass learned)."""
     _prepare(transport, crd, options)
     return RestorePass(transport, crd, options, probe=probe, progress=progress, clock=clock, now=now,
-                       stop_check=stop_check, stop=stop, barrier_revision=barrier_revision).run()
+                       stop_check=stop_check, stop=stop, barrier_revision=barrier_revision, pace=pace).run()
 
 
 def fix_managed_fields(
@@ -639,6 +642,7 @@ def fix_managed_fields(
     now: Callable[[], str] = utc_now,
     stop_check: Optional[StopCheck] = None,
     stop: Optional[StopSignal] = None,
+    pace: Optional[PaceGate] = None,
 ) -> CrdResult:
     """A managedFields-only pass for a CRD whose re-store is already done: list every object (metadata only)
     and write only those carrying managedFields entries at a version other than the storage version.
@@ -646,7 +650,7 @@ def fix_managed_fields(
     _prepare(transport, crd, options)
     opts = replace(options, use_checkpoint=False, write_record=False)
     return RestorePass(transport, crd, opts, probe=probe, progress=progress, clock=clock, now=now,
-                       managed_fields_only=True, stop_check=stop_check, stop=stop).run()
+                       managed_fields_only=True, stop_check=stop_check, stop=stop, pace=pace).run()
 
 
 def _throttled(transport: Transport) -> int:

@@ -12,7 +12,7 @@ import pytest
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.follow import progress_line
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.pace import (
-    GradientLimiter, PaceGate, PaceSettings, describe, pace_gate)
+    GradientLimiter, Learned, PaceCarry, PaceGate, PaceSettings, describe, pace_gate)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import (
     RestoreOptions, RestorePass, migrate_crd)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
@@ -300,3 +300,85 @@ def test_a_max_qps_bucket_is_not_read_as_congestion():
     told, untold = run(True), run(False)
     assert told.rewritten == untold.rewritten == 60
     assert told.pace["latency_ms"] < 25 and untold.pace["latency_ms"] >= 50
+
+
+# --- a cluster's later CRDs start from what its earlier ones learned -------------------------------------------
+
+def test_a_limiter_started_from_a_learned_pace_begins_at_its_limit_and_baseline_and_still_cuts_on_slower_writes():
+    clock = FakeClock()
+    settings = PaceSettings(probe_every=1e9)
+    lim = GradientLimiter(8, settings=settings, clock=clock, start=Learned(limit=6.0, baseline=0.002))
+    assert lim.permits == 6 and lim.baseline == pytest.approx(0.002) and lim.window_size() == 12
+    feed(lim, clock, 0.002)
+    assert lim.permits == 7 and lim.backoffs == 0  # same latency as the earlier CRD: keeps climbing from there
+    feed(lim, clock, 0.006)  # this CRD's writes are slower: the carried baseline makes the first window cut
+    assert lim.permits < 7 and lim.backoffs == 1
+    snap = lim.snapshot()
+    assert snap["started_from"] == {"limit": 6.0, "baseline_ms": 2.0} and snap["max_limit_reached"] == 7
+
+
+def test_the_carried_baseline_ages_out_like_any_window_median():
+    clock = FakeClock()
+    lim = GradientLimiter(8, settings=PaceSettings(probe_every=1e9, baseline_age=60.0), clock=clock,
+                          start=Learned(limit=4.0, baseline=0.001))
+    clock.t += 61.0
+    feed(lim, clock, 0.003)
+    assert lim.baseline == pytest.approx(0.003)
+
+
+def test_learned_is_none_before_any_window_and_in_max_mode_and_survives_a_round_trip():
+    lim, clock = limiter(workers=8)
+    assert lim.learned() is None
+    feed(lim, clock, 0.002, windows=3)
+    learned = lim.learned()
+    assert learned == Learned(limit=4.0, baseline=pytest.approx(0.002))
+    assert Learned.from_dict(learned.to_dict()) == Learned(4.0, pytest.approx(0.002))
+    fixed, fixed_clock = limiter(workers=8, adaptive=False)
+    feed(fixed, fixed_clock, 0.002)
+    assert fixed.learned() is None
+    max_started = GradientLimiter(8, adaptive=False, start=Learned(2.0, 0.002))
+    assert max_started.permits == 8 and max_started.started_from is None
+    for bad in (None, "x", {}, {"limit": 0, "baseline_ms": 2}, {"limit": 3, "baseline_ms": "n/a"},
+                {"limit": 3, "baseline_ms": 0}):
+        assert Learned.from_dict(bad) is None, bad
+
+
+def test_pace_carry_hands_each_pass_what_the_last_one_that_wrote_learned():
+    carry = PaceCarry("gentle", 8)
+    first = carry.gate()
+    assert first.limiter.permits == 1 and first.limiter.started_from is None
+    clock = FakeClock()
+    first.limiter.clock = clock
+    feed(first.limiter, clock, 0.002, windows=4)
+    carry.keep(first)
+    assert carry.learned == Learned(5.0, pytest.approx(0.002))
+    idle = carry.gate()   # a CRD with nothing to write: learns nothing, forgets nothing
+    carry.keep(idle)
+    assert carry.gate().limiter.permits == 5 and carry.learned.limit == 5.0
+
+
+def test_a_clusters_second_crd_starts_at_the_pace_the_first_one_reached(monkeypatch):
+    """Two CRDs in one run_migration: the second pass's gate starts where the first one's ended (fake apiserver).
+    The limiter never sees congestion here (a huge tolerance), so the first pass climbs to every worker whatever
+    the load of the machine running the test, and the second must start there, not at one write in flight."""
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops import migration_run
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (
+        ProgressFile, RunOptions, run_migration)
+
+    class Calm(PaceCarry):
+        def gate(self):
+            return pace_gate(self.mode, self.workers, settings=PaceSettings(tolerance=1e6), start=self.learned)
+
+    monkeypatch.setattr(migration_run, "PaceCarry", Calm)
+    second = "widgets.stable.example.com"
+    c, _state = slow_cluster(300, per_in_flight=0.0, base=0.001)
+    c.add_crd(name=second)
+    c.add_objects(second, 100, namespaces=("a",))
+    options = RunOptions(restore=RestoreOptions(page_size=100, workers=8), lease_wait=0)
+    res = run_migration(c, [get_crd(c, NAME), get_crd(c, second)], options, {c.base_url: c},
+                        ProgressFile(None, "t", False, print))
+    one, two = (e["pace"] for e in res.crds)
+    assert res.crds[1]["rewritten"] == 100 and one["started_from"] is None and one["min_limit"] == 1
+    assert one["final_limit"] == 8 and two["started_from"] == {"limit": 8.0, "baseline_ms": pytest.approx(one["baseline_ms"], abs=0.006)}
+    assert two["min_limit"] == 8   # never back to one write in flight
+    assert res.pace_learned == {"limit": 8.0, "baseline_ms": pytest.approx(two["baseline_ms"], abs=0.006)}
