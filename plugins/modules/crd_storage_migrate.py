@@ -19,10 +19,14 @@ description:
     JSON merge patch at the storage version. The apiserver re-encodes an object only when its stored
     bytes differ, so already migrated objects are not written and keep their resourceVersion; this
     gives an exact count of rewritten and unchanged objects. Object content is never sent.
-  - An object listed with C(metadata.managedFields) entries at another version of the CRD's group gets, instead of
-    the empty patch, one JSON patch (guarded by a C(test) of its resourceVersion) that sets those entries to the
-    storage version (conversion C(None)) or removes them (C(Webhook)); otherwise server-side apply to the object fails
-    once that version is removed (kubernetes/kubernetes#111937). This write, too, re-stores the object.
+  - An object listed with C(metadata.managedFields) entries at a version being removed (O(removed_versions)) gets,
+    instead of the empty patch, one JSON patch (guarded by a C(test) of its resourceVersion) that sets those entries to
+    the storage version (conversion C(None), same field paths) or translates their field paths into the storage
+    version's through the conversion webhook (C(Webhook)); otherwise server-side apply to the object fails once that
+    version is removed (kubernetes/kubernetes#111937). This write, too, re-stores the object. Manager, operation,
+    subresource and time are kept. A path the conversion is not shown to map is dropped from that entry alone and
+    named (RV(crds[].managed_fields_managers)); an entry of which nothing maps is kept, and the version is listed in
+    RV(crds[].versions_not_removable). An object is never left without managedFields. See C(docs/how-it-works.md).
   - A write answered 404 counts as C(gone) only when the Status names the object and a read at a version every
     apiserver serves confirms it; any other 404 fails that object (a lagging HA apiserver answers 404 for a
     version it has not loaded yet).
@@ -189,6 +193,22 @@ options:
     description: Run the pass even when the CRD needs no migration or already carries a valid record.
     type: bool
     default: false
+  removed_versions:
+    description:
+      - The versions the next release removes, whose managedFields entries must be fixed. Each item is
+        C(<crd name>/<version>) (one CRD) or C(<version>) (every selected CRD). Entries at other versions are never
+        touched, so a version that stays served keeps its entries, on every rerun.
+      - Under conversion C(Webhook) the mapping of field paths is learnt without writing objects - a ConversionReview
+        of made-up objects sent to the webhook (a C(url) webhook directly, a C(service) webhook through the
+        apiserver's C(services/proxy), which needs C(create) on C(services/proxy) in its namespace), else a best effort
+        from objects read at both versions. RV(crds[].field_mappings) says which.
+      - When not given, conversion C(None) fixes the entries at every version other than the storage version (the
+        paths are the same), and C(Webhook) fixes none and counts them in RV(crds[].managed_fields_untouched).
+      - Naming the storage version fails before anything is written. The role C(crd_upgrade) passes the versions that
+        release N+1 removes.
+    type: list
+    elements: str
+    version_added: 1.2.0
   require_record:
     description:
       - Names of CRDs that must end with a valid migration record. Such a CRD without one gets a full pass (and a record)
@@ -374,11 +394,72 @@ crds:
       returned: always
     managed_fields_dropped:
       description:
-        - Such entries removed instead (conversion strategy C(Webhook), where field paths may differ; or an C(Update)
-          entry whose rewrite would duplicate another entry of the same manager). An object left without entries
-          gets the single empty entry C([{}]) as its managedFields, which the apiserver turns into none. In check mode, the entries that would be dropped.
+        - Such entries removed instead - only an C(Update) entry whose rewrite would duplicate another entry of the same
+          manager at the storage version (that entry stays). In check mode, the entries that would be dropped.
       type: int
       returned: always
+    managed_fields_translated:
+      description:
+        - Entries at a removed version whose field paths were translated into the storage version's (conversion
+          C(Webhook), O(removed_versions)); manager, operation, subresource and time kept. In check mode, planned.
+      type: int
+      returned: always
+      version_added: 1.2.0
+    managed_fields_untouched:
+      description:
+        - Entries at another version left as they are - their version is not in O(removed_versions) (it stays served),
+          or conversion C(Webhook) without O(removed_versions). Counted as listed.
+      type: int
+      returned: always
+      version_added: 1.2.0
+    managed_fields_unmappable:
+      description: Entries at a removed version kept as they are because none of their owned paths maps (see RV(crds[].unmappable_entries)).
+      type: int
+      returned: always
+      version_added: 1.2.0
+    managed_fields_managers:
+      description:
+        - Per manager, operation, subresource and old version (C(manager), C(operation), C(subresource),
+          C(from_version)) - entries C(translated), C(rewritten), C(dropped), C(kept_unmappable), C(untouched), the
+          C(objects) counted, and C(paths_dropped), the owned paths (up to 20, for example C(.spec.endpoint)) the
+          conversion is not shown to map, dropped from that manager's entries. A stable field for reports.
+      type: list
+      elements: dict
+      returned: always
+      version_added: 1.2.0
+    managed_fields_ownership_reduced:
+      description:
+        - The managers whose ownership was reduced (C(manager), C(operation), C(from_version), C(paths_dropped),
+          C(entries_dropped)); the module warns for each CRD that has any.
+      type: list
+      elements: dict
+      returned: always
+      version_added: 1.2.0
+    unmappable_entries:
+      description:
+        - Entries kept because nothing of them maps, per C(version), C(manager), C(operation), C(subresource) - the
+          number of C(objects), up to five C(examples) (C(namespace/name)) and C(why). Removing that version would make
+          server-side apply fail for those objects (kubernetes/kubernetes#111937); the role refuses to.
+      type: list
+      elements: dict
+      returned: always
+      version_added: 1.2.0
+    versions_not_removable:
+      description: The versions of RV(crds[].unmappable_entries) - a release that removes one of them must not be applied.
+      type: list
+      elements: str
+      returned: always
+      version_added: 1.2.0
+    field_mappings:
+      description:
+        - Conversion C(Webhook) with O(removed_versions) - per old version, how its field paths map to the storage
+          version - C(from_version), C(to_version), C(method) (V(exact) - made-up objects sent to the webhook,
+          V(best_effort) - objects read at both versions, V(unavailable) - no mapping, entries kept), C(paths_mapped),
+          C(paths_unmapped) (up to 50) and C(note) (how it was learnt, or why the exact way was not available).
+      type: list
+      elements: dict
+      returned: always
+      version_added: 1.2.0
     objects_with_stale_managed_fields:
       description: Objects listed with such entries (written with the fix, or in check mode, planned).
       type: int
@@ -464,6 +545,7 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.apiserver
     BarrierRefusedError, plan_barrier)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import OutcomeError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.heartbeat import Heartbeat
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.mf_report import ownership_warnings
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (
     ProgressFile, RunOptions, RunResult, run_migration, skip_reason)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import validate_record
@@ -505,6 +587,7 @@ OPTIONS = dict(
     write_record=dict(type="bool", default=True),
     resume=dict(type="bool", default=True),
     force=dict(type="bool", default=False),
+    removed_versions=dict(type="list", elements="str"),
     require_record=dict(type="list", elements="str", default=[]),
     apiserver_endpoints=dict(type="list", elements="str", default=[]),
     barrier_timeout=dict(type="float", default=60),
@@ -557,7 +640,9 @@ class Migrate(Job):
                                    max_failures=p["max_failures"], check_mode=self.check_mode,
                                    write_record=p["write_record"], use_checkpoint=p["resume"],
                                    preflight_sample=p["preflight_sample"], sample_only=p["sample_only"],
-                                   should_stop=self.heartbeat()),
+                                   should_stop=self.heartbeat(),
+                                   removed_versions=(tuple(p["removed_versions"])
+                                                     if p["removed_versions"] is not None else None)),
             force=p["force"], require_record=tuple(p["require_record"]),
             barrier_timeout=p["barrier_timeout"], barrier_settle=p["barrier_settle"],
             lease_namespace=p["lease_namespace"], lease_wait=p["lease_wait"], stop=self.stop)
@@ -575,6 +660,9 @@ class Migrate(Job):
 
     def finish(self):
         run, cluster = self.run_result, self.result["cluster"]
+        for entry in run.crds:
+            for warning in ownership_warnings(entry["name"], entry):
+                self.warn("cluster %s: %s" % (cluster, warning))
         problems = run.problems()
         if problems:
             msg = "cluster %s: %d CRD(s) not fully migrated: %s" % (cluster, len(problems), "; ".join(problems))

@@ -19,19 +19,83 @@ from .processes import free_port
 
 # field renamed between versions: v1alpha1 spec.size <-> v1beta1 spec.replicas
 OLD_FIELD, NEW_FIELD = "size", "replicas"
+# The other changes of v1alpha1 -> v1beta1, each the kind of change real conversions make (only fields present
+# are touched, so objects without them convert as before):
+# - two fields that often hold equal values, moved: spec.primaryZone / spec.backupZone -> spec.zones.primary / .backup
+# - a path kept by name but given a new meaning: v1alpha1 spec.mode moves to spec.legacyMode, and v1beta1 spec.mode
+#   is refilled with "Legacy" (as Cluster API v1beta2 moves status.conditions and refills it)
+# - a renamed list-map key: spec.ports items keyed by `name` -> keyed by `portName`
+# - a field split in two: spec.endpoint "host:port" -> spec.host + spec.port
+NEW_MODE = "Legacy"
+
+
+def _up(spec: dict) -> None:
+    if OLD_FIELD in spec:
+        spec[NEW_FIELD] = spec.pop(OLD_FIELD)
+    zones = {new: spec.pop(old) for old, new in (("primaryZone", "primary"), ("backupZone", "backup")) if old in spec}
+    if zones:
+        spec["zones"] = zones
+    if "mode" in spec:
+        spec["legacyMode"] = spec.pop("mode")
+        spec["mode"] = NEW_MODE
+    if isinstance(spec.get("ports"), list):
+        spec["ports"] = [{("portName" if k == "name" else k): v for k, v in p.items()} for p in spec["ports"]]
+    if "endpoint" in spec:
+        host, sep, port = str(spec.pop("endpoint")).partition(":")
+        spec["host"] = host
+        if sep:
+            spec["port"] = port
+
+
+def _down(spec: dict) -> None:
+    if NEW_FIELD in spec:
+        spec[OLD_FIELD] = spec.pop(NEW_FIELD)
+    zones = spec.pop("zones", None) or {}
+    for old, new in (("primaryZone", "primary"), ("backupZone", "backup")):
+        if new in zones:
+            spec[old] = zones[new]
+    if "legacyMode" in spec or "mode" in spec:
+        spec.pop("mode", None)
+        if "legacyMode" in spec:
+            spec["mode"] = spec.pop("legacyMode")
+    if isinstance(spec.get("ports"), list):
+        spec["ports"] = [{("name" if k == "portName" else k): v for k, v in p.items()} for p in spec["ports"]]
+    if "host" in spec:
+        host, port = spec.pop("host"), spec.pop("port", None)
+        spec["endpoint"] = f"{host}:{port}" if port is not None else host
 
 
 def convert_object(obj: dict, desired: str) -> dict:
     out = copy.deepcopy(obj)
-    group, _sep, _version = out["apiVersion"].partition("/")
+    group, _sep, version = out["apiVersion"].partition("/")
     spec = out.get("spec") or {}
     target = desired.split("/")[-1]
-    if target == "v1beta1" and OLD_FIELD in spec:
-        spec[NEW_FIELD] = spec.pop(OLD_FIELD)
-    elif target == "v1alpha1" and NEW_FIELD in spec:
-        spec[OLD_FIELD] = spec.pop(NEW_FIELD)
+    if target != version and target == "v1beta1":
+        _up(spec)
+    elif target != version and target == "v1alpha1":
+        _down(spec)
     out["apiVersion"] = desired if "/" in desired else f"{group}/{desired}"
     return out
+
+
+def _obj(**props) -> dict:
+    return {"type": "object", "properties": props}
+
+
+STR, INT = {"type": "string"}, {"type": "integer"}
+
+
+def widget_schemas() -> dict[str, dict]:
+    """openAPIV3Schema of v1alpha1 and v1beta1 for the conversion above (structural, with a list-map)."""
+    def ports(key: str) -> dict:
+        return {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": [key],
+                "items": {**_obj(**{key: STR, "number": INT}), "required": [key]}}
+    old = _obj(size=INT, color=STR, primaryZone=STR, backupZone=STR, mode=STR, endpoint=STR, ports=ports("name"),
+               labels={"type": "object", "additionalProperties": STR})
+    new = _obj(replicas=INT, color=STR, zones=_obj(primary=STR, backup=STR), mode=STR, legacyMode=STR, host=STR,
+               port=STR, ports=ports("portName"), labels={"type": "object", "additionalProperties": STR})
+    return {v: _obj(apiVersion=STR, kind=STR, metadata={"type": "object"}, spec=spec)
+            for v, spec in (("v1alpha1", old), ("v1beta1", new))}
 
 
 class _Handler(BaseHTTPRequestHandler):

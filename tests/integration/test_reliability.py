@@ -43,8 +43,8 @@ def test_conversion_webhook_down_mid_run_stops_the_pass_and_a_rerun_completes(cl
                                                                               tmp_path):
     s = Seeded(group, "widgets", "Widget", "Namespaced")
     # half written at v1alpha1, half at v1beta1 (stored at v1alpha1 either way): the managedFields entries of the
-    # second half are at the new storage version and must survive; the first half's are dropped by design
-    # (webhook conversion, kubernetes#111937), each exactly once across the stopped run and the rerun
+    # second half are at the new storage version and must survive; the first half's are translated through the
+    # webhook (v1alpha1 is being removed, kubernetes#111937), each exactly once across the stopped run and the rerun
     kube.apply_crd(with_conversion(crd_at(s, "v1alpha1"), webhook))
     create_objects(kube, s, "v1alpha1", 300, ["ns-a", "ns-b"])
     create_objects(kube, s, "v1beta1", 300, ["ns-a", "ns-b"], start=300)
@@ -54,7 +54,8 @@ def test_conversion_webhook_down_mid_run_stops_the_pass_and_a_rerun_completes(cl
 
     progress = tmp_path / "progress.json"
     run = ModuleRun("crd_storage_migrate", dict(auth_args(cluster), names=[s.crd_name], page_size=50, workers=2,
-                                                max_qps=100, progress_file=str(progress)))
+                                                max_qps=100, progress_file=str(progress),
+                                                removed_versions=["v1alpha1"]))
     wait_for_progress(progress, lambda st: (st.get("current") or {}).get("done", 0) >= 150)
     webhook.stop()
     result = run.result()
@@ -71,7 +72,7 @@ def test_conversion_webhook_down_mid_run_stops_the_pass_and_a_rerun_completes(cl
     assert refused["failed"] and stored_versions(kube, s) == ["v1alpha1", "v1beta1"]
 
     webhook.start()
-    rerun = migrate(cluster, s)
+    rerun = migrate(cluster, s, removed_versions=["v1alpha1"])
     assert not rerun.get("failed"), rerun.get("msg")
     crd = rerun["crds"][0]
     # the rerun resumed after the last cleanly finished page instead of starting over
@@ -86,7 +87,9 @@ def test_conversion_webhook_down_mid_run_stops_the_pass_and_a_rerun_completes(cl
     assert len(at_new) == 300
     assert all(managed_after[k] == managed_before[k] for k in at_new), "managedFields were wiped (kubernetes#136919)"
     assert not any(e["apiVersion"] == s.old() for entries in managed_after.values() for e in entries)
-    assert result["crds"][0]["managed_fields_dropped"] + crd["managed_fields_dropped"] == 300
+    assert result["crds"][0]["managed_fields_translated"] + crd["managed_fields_translated"] == 300
+    assert all(e["fieldsV1"] == {"f:spec": {"f:index": {}, "f:filler": {}}} for k in set(managed_after) - at_new
+               for e in managed_after[k]), "ownership of the v1alpha1 writers translated, not dropped"
     assert not trim(cluster, s).get("failed")
     reliability.record("conversion webhook down mid-run",
                        f"pass stopped at the first conversion failure after {partial.counts[s.new()]} objects; "

@@ -91,9 +91,12 @@ class MfCluster(FakeCluster):
                 idx = int(p.split("/")[3])
                 if op["op"] == "remove":
                     del mf[idx]
-                else:
-                    assert op["op"] == "replace" and p.endswith("/apiVersion"), op
+                elif p.endswith("/apiVersion"):
+                    assert op["op"] == "replace", op
                     mf[idx]["apiVersion"] = op["value"]
+                else:  # a translated entry replaces the old one whole
+                    assert op["op"] == "replace" and p == "/metadata/managedFields/%d" % idx, op
+                    mf[idx] = copy.deepcopy(op["value"])
         obj["mf"] = mf
         obj["stored"] = self.storage_of(crd_name)
         obj["rv"] = self.next_rv()  # managedFields changed: always a write

@@ -7,11 +7,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Tuple
 
 from .crd import Crd
 from .errors import ApiError
-from .managed_fields import StaleFields, stale_entries
+from .managed_fields import EntryFix, ManagedFieldsPolicy, StaleFields
 from .transport import ACCEPT_PARTIAL_LIST, Transport, error_from_response
 
 
@@ -20,8 +20,10 @@ class ObjectRef(NamedTuple):
     name: str
     resource_version: str
     # managedFields entries at a version other than the storage version (kubernetes#111937); None for most
-    # objects. Only indices are kept, and pages are dropped once written, so memory stays bounded.
+    # objects. Only what the patch needs is kept, and pages are dropped once written, so memory stays bounded.
     stale: Optional[StaleFields] = None
+    # entries at other versions that the write leaves as they are (untouched, or kept: nothing maps), reported
+    kept: Tuple[EntryFix, ...] = ()
 
     @property
     def key(self) -> str:
@@ -41,15 +43,24 @@ class ListStats:
         self.resumed_inconsistent = 0
 
 
-def _refs(items: Optional[Iterable[Mapping[str, Any]]], group: str = "",
-          storage_version: Optional[str] = None) -> List[ObjectRef]:
+Classify = Callable[[Any], Optional[StaleFields]]  # an object's managedFields -> the entries to fix (policy)
+
+
+def _refs(items: Optional[Iterable[Mapping[str, Any]]], classify: Classify) -> List[ObjectRef]:
     out = []
     for item in items or ():
         meta = item.get("metadata") or {}
+        found = classify(meta.get("managedFields"))
         out.append(ObjectRef(str(meta.get("namespace") or ""), str(meta.get("name", "")),
                              str(meta.get("resourceVersion") or ""),
-                             stale_entries(meta.get("managedFields"), group, storage_version)))
+                             found if found is not None and found.indices else None,
+                             found.kept if found is not None else ()))
     return out
+
+
+def default_classify(crd: Crd) -> Classify:
+    """Without removed versions: conversion None fixes every other version, a webhook none (reported)."""
+    return ManagedFieldsPolicy(crd.group, crd.storage_version, crd.conversion_strategy).classify
 
 
 def list_pages(
@@ -60,6 +71,7 @@ def list_pages(
     version: Optional[str] = None,
     stats: Optional[ListStats] = None,
     max_relists: int = 10,
+    classify: Optional[Classify] = None,
 ) -> Iterator[List[ObjectRef]]:
     """Yield pages of :class:`ObjectRef` across all namespaces; nothing is kept across pages.
 
@@ -95,7 +107,7 @@ def list_pages(
             raise error_from_response(resp, "LIST %s" % path, cluster=transport.cluster_label, crd=crd.name)
         body = resp.json()
         # the metadata-only list carries managedFields: note stale entries now, while the page is at hand
-        refs = _refs(body.get("items"), crd.group, crd.storage_version)
+        refs = _refs(body.get("items"), classify or default_classify(crd))
         stats.pages += 1
         stats.listed += len(refs)
         token = (body.get("metadata") or {}).get("continue") or None
@@ -105,8 +117,8 @@ def list_pages(
             return
 
 
-def first_page(transport: Transport, crd: Crd, limit: int,
-               version: Optional[str] = None) -> Tuple[List[ObjectRef], Optional[int]]:
+def first_page(transport: Transport, crd: Crd, limit: int, version: Optional[str] = None,
+               classify: Optional[Classify] = None) -> Tuple[List[ObjectRef], Optional[int]]:
     """The first ``limit`` objects (metadata only) and the object count from the same answer
     (``remainingItemCount``); the count is None when the server does not say."""
     path = crd.resource_path(version)
@@ -116,7 +128,7 @@ def first_page(transport: Transport, crd: Crd, limit: int,
                                   crd=crd.name)
     body = resp.json()
     meta = body.get("metadata") or {}
-    refs = _refs(body.get("items"), crd.group, crd.storage_version)
+    refs = _refs(body.get("items"), classify or default_classify(crd))
     if meta.get("remainingItemCount") is not None:
         return refs, len(refs) + int(meta["remainingItemCount"])
     return refs, None if meta.get("continue") else len(refs)

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 # PRIVATE: for internal use by crdops.migration only; may change in any release
-"""managedFields entries recorded at a version other than the storage version, and the JSON patch that fixes them.
+"""managedFields entries recorded at a version being removed, and the JSON patch that fixes them.
 
 An object server-side applied at an old version keeps ``managedFields`` entries with ``apiVersion: <group>/<old>``.
 Once the old version is removed from the CRD, every server-side apply to the object fails with HTTP 500
@@ -11,37 +11,76 @@ Once the old version is removed from the CRD, every server-side apply to the obj
 object to each entry's version. The re-store pass fixes that in its one write per object: a JSON patch, guarded by
 a ``test`` of the listed resourceVersion, that
 
-- rewrites each stale entry's ``apiVersion`` to the storage version when the versions share field paths
-  (conversion strategy ``None``), which keeps ownership (conflicts still name the original manager); or
-- removes the entry otherwise (a webhook may rename fields, so the recorded field set may not apply).
+- sets each such entry's ``apiVersion`` to the storage version when the versions share field paths (conversion
+  strategy ``None``), which keeps ownership (conflicts still name the original manager);
+- under a conversion webhook, *translates* the entry: its ``fieldsV1`` is rewritten into the storage version's
+  paths (field_mapping.py), manager, operation, subresource and time kept. Paths the conversion is not shown to
+  map are dropped from that entry alone and named; an entry of which nothing maps is kept as it is, and the
+  result says that removing its version must be refused (an object is never left with no managedFields: the
+  apiserver would then credit every field to ``before-first-apply`` and a non-forced apply would conflict);
+- removes an ``Update`` entry whose rewrite would duplicate another entry of the same manager (the apiserver keys
+  Update managers with their apiVersion and would merge the two, losing one set).
 
-Removing every entry must be sent as ``managedFields: [{}]``: the apiserver ignores an empty list but strips
-managedFields when given a single empty entry (kubernetes.io docs, "Server-Side Apply: Clearing managedFields").
-
-The module does not know the next release, so every version of the CRD's group other than the storage version
-counts as stale. Only indices and small identifiers are kept per object, and only for objects that have stale
-entries, so memory stays bounded by the page size.
+Which entries: those at the versions the target release removes (``fix_versions``). Without that list, conversion
+``None`` fixes every version other than the storage version (paths are identical, nothing is lost), and a webhook
+conversion leaves every entry untouched and reports it. Entries at a version that stays served are never touched.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, FrozenSet, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, NamedTuple, Optional, Tuple
+
+from .crd_schema import ANY_NODE
+from .field_mapping import FieldMapping, readable, walk_members
 
 JSON_PATCH = "application/json-patch+json"
 
+# what the pass does to an entry at another version of the group
+REWRITTEN = "rewritten"  # apiVersion set to the storage version (conversion None)
+TRANSLATED = "translated"  # apiVersion and fieldsV1 rewritten through the field mapping (webhook)
+DROPPED = "dropped"  # removed: its rewrite would duplicate another entry's identity
+KEPT_UNMAPPABLE = "kept_unmappable"  # nothing of it maps (or no mapping): kept, removal of its version refused
+UNTOUCHED = "untouched"  # its version stays served (or no removed versions given under a webhook)
+CHANGES = (REWRITTEN, TRANSLATED, DROPPED)
+
+
+class EntryFix(NamedTuple):
+    """One entry at another version of the group and what the pass does to it."""
+
+    position: int  # in metadata.managedFields
+    action: str
+    manager: str
+    operation: str
+    subresource: str
+    version: str
+    entry: Optional[Dict[str, Any]] = None  # the entry to write (rewritten, translated)
+    dropped_paths: Tuple[str, ...] = ()  # owned paths lost (translated, dropped)
+    note: str = ""  # why kept or dropped
+
 
 class StaleFields(NamedTuple):
-    """The stale entries of one object's ``metadata.managedFields`` as listed."""
+    """The entries of one object's ``metadata.managedFields`` at other versions of the group, as listed."""
 
-    indices: Tuple[int, ...]  # positions of the stale entries, ascending
+    indices: Tuple[int, ...]  # positions of the entries the patch changes, ascending
     total: int  # number of entries the object has
-    collide: FrozenSet[int] = frozenset()  # stale entries whose rewrite would duplicate another entry's identity
+    collide: FrozenSet[int] = frozenset()  # entries whose rewrite would duplicate another entry's identity
+    fixes: Tuple[EntryFix, ...] = ()  # every entry at another version, changed or not
+    policy: Optional[ManagedFieldsPolicy] = None  # to classify a fresh read the same way
+
+    @property
+    def changes(self) -> Tuple[EntryFix, ...]:
+        return tuple(f for f in self.fixes if f.action in CHANGES)
+
+    @property
+    def kept(self) -> Tuple[EntryFix, ...]:
+        return tuple(f for f in self.fixes if f.action not in CHANGES)
 
 
 class PatchPlan(NamedTuple):
     ops: List[Dict[str, Any]]
     rewritten: int  # entries whose apiVersion is set to the storage version
     dropped: int  # entries removed
+    translated: int = 0  # entries whose field paths were translated
 
 
 def _split(api_version: str) -> Tuple[str, str]:
@@ -57,50 +96,135 @@ def _identity(entry: Dict[str, Any], api_version: str) -> Tuple[Any, ...]:
             api_version if operation == "Update" else "")
 
 
+def owned_paths(fields_v1: Any) -> Tuple[str, ...]:
+    if not isinstance(fields_v1, dict):
+        return ()
+    return tuple(readable(m.keys) for m in walk_members(fields_v1, ANY_NODE))
+
+
+MappingFor = Callable[[str], FieldMapping]
+
+
+class ManagedFieldsPolicy:
+    """Which entries of an object to fix and how, for one CRD and pass.
+
+    ``fix_versions``: versions whose entries are fixed (the versions the target release removes); None when
+    not given. ``mapping_for``: the field mapping from a version to the storage version (webhook conversion)."""
+
+    def __init__(self, group: str, storage_version: Optional[str], conversion_strategy: str = "None",
+                 fix_versions: Optional[FrozenSet[str]] = None, mapping_for: Optional[MappingFor] = None) -> None:
+        self.group = group
+        self.storage_version = storage_version or ""
+        self.translate = conversion_strategy != "None"
+        self.fix_versions = fix_versions
+        self.mapping_for = mapping_for
+
+    def fixes(self, version: str) -> bool:
+        if self.fix_versions is None:
+            return not self.translate  # conversion None: every other version; webhook: none without the list
+        return version in self.fix_versions
+
+    def classify(self, managed_fields: Any) -> Optional[StaleFields]:
+        """The object's entries at other versions of the group and what to do with each; None when there are none."""
+        entries = list(managed_fields or ()) if isinstance(managed_fields, list) else []
+        if not self.storage_version or not entries:
+            return None
+        fixes = [self.decide(i, e) for i, e in enumerate(entries) if self.at_other_version(e)]
+        if not fixes:
+            return None
+        target = "%s/%s" % (self.group, self.storage_version)
+        changing = set(f.position for f in fixes if f.action in CHANGES)
+        # identities that exist after the fix: the entries that stay, then each rewritten one in turn
+        taken = set(_identity(e, str(e.get("apiVersion") or "")) for i, e in enumerate(entries)
+                    if i not in changing and isinstance(e, dict))
+        collide = set()
+        for n, fix in enumerate(fixes):
+            if fix.position not in changing:
+                continue
+            ident = _identity(entries[fix.position], target)
+            if ident in taken:
+                collide.add(fix.position)
+                fixes[n] = fix._replace(action=DROPPED, entry=None, note="duplicate of this manager's entry at %s"
+                                        % target, dropped_paths=owned_paths(entries[fix.position].get("fieldsV1")))
+            taken.add(ident)
+        return StaleFields(tuple(sorted(changing)), len(entries), frozenset(collide), tuple(fixes), self)
+
+    def at_other_version(self, entry: Any) -> bool:
+        if not isinstance(entry, dict):
+            return False
+        grp, ver = _split(str(entry.get("apiVersion") or ""))
+        return grp == self.group and bool(ver) and ver != self.storage_version
+
+    def decide(self, index: int, entry: Dict[str, Any]) -> EntryFix:
+        version = _split(str(entry.get("apiVersion")))[1]
+        fix = EntryFix(index, UNTOUCHED, str(entry.get("manager") or ""), str(entry.get("operation") or ""),
+                       str(entry.get("subresource") or ""), version)
+        if not self.fixes(version):
+            return fix
+        new_entry = dict(entry, apiVersion="%s/%s" % (self.group, self.storage_version))
+        if not self.translate:
+            return fix._replace(action=REWRITTEN, entry=new_entry)
+        if entry.get("fieldsType", "FieldsV1") != "FieldsV1" or self.mapping_for is None:
+            return fix._replace(action=KEPT_UNMAPPABLE, note="no field mapping")
+        mapping = self.mapping_for(version)
+        result = mapping.translate(entry.get("fieldsV1") or {})
+        if result.dropped and not result.mapped:
+            return fix._replace(action=KEPT_UNMAPPABLE, dropped_paths=result.dropped,
+                                note="no owned path maps to %s (%s mapping)" % (self.storage_version, mapping.method))
+        new_entry["fieldsV1"] = result.fields
+        return fix._replace(action=TRANSLATED, entry=new_entry, dropped_paths=result.dropped)
+
+
 def stale_entries(managed_fields: Any, group: str, storage_version: Optional[str]) -> Optional[StaleFields]:
-    """Entries whose apiVersion is ``<group>/<v>`` with ``v`` != the storage version; None when there are none."""
-    entries = list(managed_fields or ()) if isinstance(managed_fields, list) else []
-    if not storage_version or not entries:
-        return None
-    target = "%s/%s" % (group, storage_version)
-    stale: List[int] = []
-    for i, entry in enumerate(entries):
-        grp, ver = _split(str(entry.get("apiVersion") or "")) if isinstance(entry, dict) else ("", "")
-        if grp == group and ver and ver != storage_version:
-            stale.append(i)
-    if not stale:
-        return None
-    # identities that exist after the rewrite: the entries that stay, then each rewritten one in turn
-    taken = set(_identity(e, str(e.get("apiVersion") or "")) for i, e in enumerate(entries)
-                if i not in stale and isinstance(e, dict))
-    collide = set()
-    for i in stale:
-        ident = _identity(entries[i], target)
-        if ident in taken:
-            collide.add(i)
-        taken.add(ident)
-    return StaleFields(tuple(stale), len(entries), frozenset(collide))
+    """Entries to fix under conversion None with no removed versions given: every version but the storage one."""
+    found = ManagedFieldsPolicy(group, storage_version).classify(managed_fields)
+    return found if found is not None and found.indices else None
 
 
-def plan_patch(resource_version: str, stale: StaleFields, group: str, storage_version: str,
-               keep_ownership: bool) -> PatchPlan:
-    """The JSON patch for one object: resourceVersion test, then rewrites, then removals (descending)."""
+def plan_patch(resource_version: str, stale: StaleFields) -> PatchPlan:
+    """The JSON patch for one object: resourceVersion test, then replacements, then removals (descending).
+    Never empties managedFields: only duplicates are removed, and their twin stays."""
     ops: List[Dict[str, Any]] = [{"op": "test", "path": "/metadata/resourceVersion", "value": resource_version}]
-    if keep_ownership:
-        rewrite = [i for i in stale.indices if i not in stale.collide]
-        drop = sorted(stale.collide)
-    else:
-        rewrite, drop = [], list(stale.indices)
-    if drop and len(drop) == stale.total:
-        # an empty list would be ignored; a single empty entry strips managedFields
-        ops.append({"op": "replace", "path": "/metadata/managedFields", "value": [{}]})
-        return PatchPlan(ops, 0, len(drop))
-    target = "%s/%s" % (group, storage_version)
-    for i in rewrite:  # replacements first, at the listed indices, before any removal shifts them
-        ops.append({"op": "replace", "path": "/metadata/managedFields/%d/apiVersion" % i, "value": target})
-    for i in sorted(drop, reverse=True):
-        ops.append({"op": "remove", "path": "/metadata/managedFields/%d" % i})
-    return PatchPlan(ops, len(rewrite), len(drop))
+    counts = {REWRITTEN: 0, TRANSLATED: 0, DROPPED: 0}
+    for fix in stale.changes:  # replacements first, at the listed indices, before any removal shifts them
+        if fix.action == REWRITTEN and fix.entry is not None:
+            ops.append({"op": "replace", "path": "/metadata/managedFields/%d/apiVersion" % fix.position,
+                        "value": fix.entry["apiVersion"]})
+        elif fix.action == TRANSLATED and fix.entry is not None:
+            ops.append({"op": "replace", "path": "/metadata/managedFields/%d" % fix.position, "value": fix.entry})
+        counts[fix.action] += 1
+    for fix in sorted((f for f in stale.changes if f.action == DROPPED), key=lambda f: -f.position):
+        ops.append({"op": "remove", "path": "/metadata/managedFields/%d" % fix.position})
+    return PatchPlan(ops, counts[REWRITTEN], counts[DROPPED], counts[TRANSLATED])
+
+
+def removed_for(crd_name: str, removed_versions: Optional[Tuple[str, ...]]) -> Optional[FrozenSet[str]]:
+    """The versions ``removed_versions`` names for one CRD (``<crd name>/<version>``, or ``<version>`` for every
+    CRD); None when the option was not given."""
+    if removed_versions is None:
+        return None
+    out = set()
+    for item in removed_versions:
+        name, _sep, version = str(item).rpartition("/")
+        if not name or name == crd_name:
+            out.add(version)
+    return frozenset(out)
+
+
+def check_removed_versions(crd: Any, removed_versions: Optional[Tuple[str, ...]], cluster: Optional[str]) -> None:
+    """Refuse a removed version that is the storage version: its entries are the ones every other is fixed to."""
+    from .errors import BadInputError
+
+    removed = removed_for(crd.name, removed_versions) or frozenset()
+    for item in removed_versions or ():
+        if "/" in str(item) and not str(item).rpartition("/")[2]:
+            raise BadInputError("removed_versions item %r names no version (use <crd name>/<version> or <version>)"
+                                % item, cluster=cluster, crd=crd.name)
+    if crd.storage_version in removed:
+        raise BadInputError(
+            "removed_versions names %s, the storage version: the storage version is never removed (change the "
+            "storage version first, or drop it from removed_versions)" % crd.storage_version,
+            cluster=cluster, crd=crd.name)
 
 
 def keeps_ownership(conversion_strategy: str) -> bool:

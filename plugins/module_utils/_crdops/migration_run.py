@@ -26,7 +26,7 @@ from .crd import Crd
 from .errors import CrdOpsError
 from .events import PASS_FAILED, PASS_STARTED, PASS_SUCCEEDED, emit_crd_event
 from .freshness import barrier_revision
-from .managed_fields import keeps_ownership
+from .managed_fields import check_removed_versions, keeps_ownership, removed_for
 from .pace import Learned, PaceCarry, PaceGate
 from .pass_lease import DEFAULT_NAMESPACE, LeaseHeldError, PassLease
 from .record import validate_record
@@ -36,7 +36,8 @@ from .stop import StopSignal
 from .transport import Transport
 
 TOTAL_KEYS = ("listed", "rewritten", "unchanged", "gone", "failed", "throttled", "skipped_by_checkpoint",
-              "already_current", "managed_fields_rewritten", "managed_fields_dropped", "objects_with_stale_managed_fields")
+              "already_current", "managed_fields_rewritten", "managed_fields_dropped", "objects_with_stale_managed_fields",
+              "managed_fields_translated", "managed_fields_untouched", "managed_fields_unmappable")
 
 
 @dataclass(frozen=True)
@@ -128,19 +129,27 @@ class ProgressFile:
 
 
 def _mf_words(entry: Dict[str, Any]) -> str:
-    return "managedFields entries at other versions: %d rewritten to the storage version, %d dropped (%d objects)" % (
-        entry.get("managed_fields_rewritten") or 0, entry.get("managed_fields_dropped") or 0,
-        entry.get("objects_with_stale_managed_fields") or 0)
+    return ("managedFields entries at other versions: %d rewritten to the storage version, %d translated, %d dropped, "
+            "%d kept (nothing maps), %d untouched (%d objects)" % (
+                entry.get("managed_fields_rewritten") or 0, entry.get("managed_fields_translated") or 0,
+                entry.get("managed_fields_dropped") or 0, entry.get("managed_fields_unmappable") or 0,
+                entry.get("managed_fields_untouched") or 0, entry.get("objects_with_stale_managed_fields") or 0))
 
 
-def started_message(crd: Crd) -> str:
-    if keeps_ownership(crd.conversion_strategy):
+def started_message(crd: Crd, removed_versions: Optional[Tuple[str, ...]] = None) -> str:
+    removed = removed_for(crd.name, removed_versions)
+    which = "at %s" % ", ".join(sorted(removed)) if removed is not None else "at other versions"
+    if removed is not None and not removed:
+        action = "left as they are (no version of this CRD is being removed)"
+    elif keeps_ownership(crd.conversion_strategy):
         action = "set to %s (ownership kept)" % crd.storage_version
+    elif removed is None:
+        action = "left as they are (webhook conversion, and no removed versions given)"
     else:
-        action = "dropped (webhook conversion; field paths may differ)"
+        action = "translated into %s's field paths through the conversion webhook" % crd.storage_version
     return ("Re-storing every object at storage version %s (status.storedVersions: %s) with no-op writes; "
-            "managedFields entries at other versions of %s are %s." % (
-                crd.storage_version, ", ".join(crd.stored_versions) or "none", crd.group, action))
+            "managedFields entries %s of %s are %s." % (
+                crd.storage_version, ", ".join(crd.stored_versions) or "none", which, crd.group, action))
 
 
 def finished_event(entry: Dict[str, Any]) -> Tuple[str, str, bool]:
@@ -177,7 +186,7 @@ def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier_transp
         revision = barrier_revision(transport, crd) if options.skip_current else None
     errors: List[str] = []
     if not check_mode:
-        _emit(transport, crd, errors, PASS_STARTED, started_message(crd))
+        _emit(transport, crd, errors, PASS_STARTED, started_message(crd, options.restore.removed_versions))
     try:
         entry = migrate_crd(transport, crd, options.restore, progress=progress.update, stop_check=stop_check,
                             stop=options.stop, barrier_revision=revision, pace=pace).to_dict()
@@ -216,6 +225,7 @@ def run_migration(transport: Transport, crds: List[Crd], options: RunOptions,
     check_mode = options.restore.check_mode
     for crd in crds:  # every selected CRD is checked before the first write
         check_migratable(crd, transport.cluster_label)
+        check_removed_versions(crd, options.restore.removed_versions, transport.cluster_label)
     progress.state["crds_total"] = len(crds)
     carry = PaceCarry(options.restore.pace, options.restore.workers, options.pace_start)
     for crd in crds:

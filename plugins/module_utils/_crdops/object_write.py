@@ -18,12 +18,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, NamedTuple, Optional
+from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 from .crd import Crd
 from .errors import ApiError, CrdOpsError, NotFoundError
 from .listing import ObjectRef
-from .managed_fields import JSON_PATCH, StaleFields, keeps_ownership, plan_patch, stale_entries
+from .managed_fields import JSON_PATCH, EntryFix, StaleFields, plan_patch, stale_entries
 from .transport import ACCEPT_PARTIAL, MERGE_PATCH, ApiResponse, Transport, dumps, error_from_response
 
 # outcome kinds of one object
@@ -37,6 +37,8 @@ class Outcome(NamedTuple):
     mf_rewritten: int = 0  # managedFields entries set to the storage version by this write
     mf_dropped: int = 0  # managedFields entries removed by this write
     stale_object: bool = False  # the object was listed with stale managedFields entries
+    mf_translated: int = 0  # managedFields entries whose field paths this write translated (webhook conversion)
+    mf_fixes: Tuple[EntryFix, ...] = ()  # the entries this write changed, with what was done to each
 
 
 def confirm_version(crd: Crd) -> str:
@@ -129,18 +131,17 @@ def managed_fields_write(transport: Transport, crd: Crd, ref: ObjectRef, stale: 
     """One guarded JSON patch that re-stores the object and fixes its stale managedFields entries."""
     kw: Dict[str, Any] = dict(cluster=transport.cluster_label, crd=crd.name, obj=ref.key)
     path = crd.resource_path(namespace=ref.namespace or None, name=ref.name)
-    keep = keeps_ownership(crd.conversion_strategy)
     rv: str = ref.resource_version
     current: Optional[StaleFields] = stale
     for _attempt in range(TEST_RETRIES + 1):
         if current is None:  # a fresh read shows no stale entry any more: the plain re-store is enough
             return merge_write(transport, crd, ref, rv, stale=True)
-        plan = plan_patch(rv, current, crd.group, crd.storage_version or "", keep)
+        plan = plan_patch(rv, current)
         resp = transport.request("PATCH", path, body=dumps(plan.ops), content_type=JSON_PATCH, accept=ACCEPT_PARTIAL)
         what = "re-store with managedFields fix (JSON patch)"
         if resp.ok:
             kind = UNCHANGED if _rv_of(resp) == rv else REWRITTEN
-            return Outcome(kind, None, plan.rewritten, plan.dropped, True)
+            return Outcome(kind, None, plan.rewritten, plan.dropped, True, plan.translated, current.changes)
         if resp.status == 404:
             return confirm_gone(transport, crd, ref, resp, what, True)
         if not is_test_failure(resp):
@@ -153,9 +154,17 @@ def managed_fields_write(transport: Transport, crd: Crd, ref: ObjectRef, stale: 
                            stale_object=True)
         meta = (fresh.json() or {}).get("metadata") or {}
         rv = str(meta.get("resourceVersion") or "")
-        current = stale_entries(meta.get("managedFields"), crd.group, crd.storage_version)
+        current = reclassify(stale, meta.get("managedFields"), crd)
     return Outcome(FAILED, ApiError("the object changed between every read and write (%d resourceVersion tests "
                                     "failed); managedFields not fixed" % (TEST_RETRIES + 1), **kw), stale_object=True)
+
+
+def reclassify(listed: StaleFields, managed_fields: Any, crd: Crd) -> Optional[StaleFields]:
+    """A fresh read's entries to fix, decided by the same policy as the listed ones."""
+    if listed.policy is None:
+        return stale_entries(managed_fields, crd.group, crd.storage_version)
+    found = listed.policy.classify(managed_fields)
+    return found if found is not None and found.indices else None
 
 
 def restore_object(transport: Transport, crd: Crd, ref: ObjectRef) -> Outcome:

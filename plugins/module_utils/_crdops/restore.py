@@ -33,7 +33,9 @@ from .errors import (
 )
 from .freshness import written_after
 from .listing import ListStats, ObjectRef, first_page, list_pages
-from .managed_fields import keeps_ownership, plan_patch
+from .managed_fields import ManagedFieldsPolicy, check_removed_versions, plan_patch
+from .mapping_source import managed_fields_policy
+from .mf_report import ManagedFieldsTally
 from .object_write import (  # noqa: F401 - outcome kinds and restore_object are re-exported for callers
     FAILED,
     GONE,
@@ -81,6 +83,9 @@ class RestoreOptions:
     sample_only: bool = False
     # asked before every write: a reason to stop the pass (the background job's heartbeat), or None
     should_stop: Optional[Callable[[], Optional[str]]] = field(default=None, compare=False, repr=False)
+    # versions the target release removes, ``<crd name>/<version>`` or ``<version>`` (every CRD); None: not given
+    # (managed_fields.py: conversion None then fixes every other version, a webhook none)
+    removed_versions: Optional[Tuple[str, ...]] = None
 
     def validate(self) -> None:
         at_least("page_size", self.page_size, 0, strict=True)
@@ -136,6 +141,9 @@ class CrdResult:
     object_count: Optional[int] = None  # sample_only: the count the sample's LIST gave (remainingItemCount)
     sampled: bool = False  # sample_only: listed and planned only the first objects
     pace: Optional[Dict[str, Any]] = None  # the limiter's state at the end (pace.py)
+    # per manager: entries translated, rewritten, dropped, kept unmappable, untouched (mf_report.py)
+    managed_fields_report: Dict[str, Any] = field(default_factory=dict)
+    field_mappings: List[Dict[str, Any]] = field(default_factory=list)  # how each old version maps (webhook)
 
     @property
     def ok(self) -> bool:
@@ -162,6 +170,7 @@ class CrdResult:
             "managed_fields_dropped": self.managed_fields_dropped,
             "objects_with_stale_managed_fields": self.objects_with_stale_managed_fields,
             "managed_fields_only": self.managed_fields_only, "pace": self.pace,
+            **self.managed_fields_report, "field_mappings": list(self.field_mappings),
         }
 
 
@@ -227,7 +236,7 @@ class RestorePass:
                  now: Callable[[], str] = utc_now, managed_fields_only: bool = False,
                  stop_check: Optional[StopCheck] = None, stop: Optional[StopSignal] = None,
                  barrier_revision: Optional[int] = None,
-                 pace: Optional[PaceGate] = None) -> None:
+                 pace: Optional[PaceGate] = None, mf_policy: Optional[ManagedFieldsPolicy] = None) -> None:
         self.transport = transport
         self.crd = crd
         self.options = options
@@ -245,6 +254,9 @@ class RestorePass:
         if not (options.check_mode or managed_fields_only):
             self.result.barrier_revision = barrier_revision
         self.stats = ListStats()
+        # which managedFields entries to fix and how (removed versions, field mapping), and what was done to them
+        self.mf_policy = mf_policy or ManagedFieldsPolicy(crd.group, crd.storage_version, crd.conversion_strategy)
+        self.mf_tally = ManagedFieldsTally()
         # how many writes are in flight (workers are threads; the gate decides how many of them write at once)
         self.pace = pace if pace is not None else pace_gate(options.pace, options.workers)
         self.abort = threading.Event()
@@ -299,7 +311,9 @@ class RestorePass:
 
     def plan_sample(self) -> None:
         r = self.result
-        refs, r.object_count = first_page(self.transport, self.crd, self.options.preflight_sample)
+        refs, r.object_count = first_page(self.transport, self.crd, self.options.preflight_sample,
+                                          classify=self.mf_policy.classify)
+        self.note_kept(refs)
         self.stats.listed, self.stats.pages, r.pages = len(refs), 1, 1
         if self.probe is not None:
             self.probe(self.crd, refs)
@@ -352,9 +366,11 @@ class RestorePass:
     def list_and_submit(self, executor: ThreadPoolExecutor) -> None:
         """List pages (metadata only) and hand each to the workers; a listing or probe failure stops the pass."""
         try:
-            for refs in list_pages(self.transport, self.crd, self.options.page_size, stats=self.stats):
+            for refs in list_pages(self.transport, self.crd, self.options.page_size, stats=self.stats,
+                                   classify=self.mf_policy.classify):
                 if self.must_stop():
                     break
+                self.note_kept(refs)
                 if self.stats.relists != self.relists_seen:
                     # the list restarted: finish in-flight pages first so that what they did is skipped
                     self.relists_seen = self.stats.relists
@@ -409,15 +425,21 @@ class RestorePass:
         return _Page(todo, futures, last_key, skipped)
 
     def plan_managed_fields(self, todo: List[ObjectRef]) -> None:
-        """Check mode: count the managedFields entries the writes would rewrite or drop."""
-        keep = keeps_ownership(self.crd.conversion_strategy)
+        """Check mode: count the managedFields entries the writes would rewrite, translate or drop."""
         for ref in todo:
             if ref.stale is None:
                 continue
-            plan = plan_patch(ref.resource_version, ref.stale, self.crd.group, self.crd.storage_version or "", keep)
+            plan = plan_patch(ref.resource_version, ref.stale)
             self.result.objects_with_stale_managed_fields += 1
             self.result.managed_fields_rewritten += plan.rewritten
             self.result.managed_fields_dropped += plan.dropped
+            self.mf_tally.add(ref.stale.changes, ref.key)
+
+    def note_kept(self, refs: List[ObjectRef]) -> None:
+        """The entries at other versions that no write changes (untouched, kept unmappable), as listed."""
+        for ref in refs:
+            if ref.kept:
+                self.mf_tally.add(ref.kept, ref.key)
 
     def work(self, ref: ObjectRef) -> Outcome:
         """One object's write (in a worker thread); a fatal error stops the pass."""
@@ -434,6 +456,7 @@ class RestorePass:
         throttled_before, waited_before = _throttled(self.transport), _waited(self.transport)
         try:
             outcome = self.write(ref)
+            self.mf_tally.add(outcome.mf_fixes, ref.key)
         finally:
             self.pace.release(started, throttled=_throttled(self.transport) > throttled_before,
                               waited=_waited(self.transport) - waited_before)
@@ -581,6 +604,7 @@ class RestorePass:
             r.aborted_kind = self.abort_kind or "stopped"
         r.complete = not self.abort.is_set()
         r.pace = self.pace.snapshot()
+        r.managed_fields_report = self.mf_tally.to_result()
 
     def write_record(self) -> None:
         """After a complete pass with zero failures, write the record that authorises a trim."""
@@ -603,6 +627,7 @@ class RestorePass:
 def _prepare(transport: Transport, crd: Crd, options: RestoreOptions) -> None:
     options.validate()
     check_migratable(crd, transport.cluster_label)
+    check_removed_versions(crd, options.removed_versions, transport.cluster_label)
 
 
 def migrate_crd(
@@ -627,8 +652,12 @@ def migrate_crd(
     ``pace``: the gate of the writes (default: a fresh one from ``options``; migration_run.py passes one that
     starts from what the cluster's previous pass learned)."""
     _prepare(transport, crd, options)
-    return RestorePass(transport, crd, options, probe=probe, progress=progress, clock=clock, now=now,
-                       stop_check=stop_check, stop=stop, barrier_revision=barrier_revision, pace=pace).run()
+    policy, mappings = managed_fields_policy(transport, crd, options.removed_versions)
+    result = RestorePass(transport, crd, options, probe=probe, progress=progress, clock=clock, now=now,
+                         stop_check=stop_check, stop=stop, barrier_revision=barrier_revision, pace=pace,
+                         mf_policy=policy).run()
+    result.field_mappings = mappings.summaries() if mappings is not None else []
+    return result
 
 
 def fix_managed_fields(
@@ -649,8 +678,12 @@ def fix_managed_fields(
     No checkpoint, no record; ``complete`` and the counts say what was done (in check mode, what would be)."""
     _prepare(transport, crd, options)
     opts = replace(options, use_checkpoint=False, write_record=False)
-    return RestorePass(transport, crd, opts, probe=probe, progress=progress, clock=clock, now=now,
-                       managed_fields_only=True, stop_check=stop_check, stop=stop, pace=pace).run()
+    policy, mappings = managed_fields_policy(transport, crd, options.removed_versions)
+    result = RestorePass(transport, crd, opts, probe=probe, progress=progress, clock=clock, now=now,
+                         managed_fields_only=True, stop_check=stop_check, stop=stop, pace=pace,
+                         mf_policy=policy).run()
+    result.field_mappings = mappings.summaries() if mappings is not None else []
+    return result
 
 
 def _throttled(transport: Transport) -> int:

@@ -8,8 +8,10 @@ import json
 
 import pytest
 
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd_schema import ANY_NODE
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.field_mapping import FieldMapping
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.managed_fields import (
-    StaleFields, plan_patch, stale_entries)
+    DROPPED, KEPT_UNMAPPABLE, REWRITTEN, UNTOUCHED, ManagedFieldsPolicy, plan_patch, removed_for, stale_entries)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.object_write import TEST_RETRIES
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import RECORD_ANNOTATION, validate_record
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import (
@@ -27,7 +29,9 @@ def test_stale_entries_only_this_group_at_another_version():
     mf = [entry("a", G + "/v1"), entry("b", G + "/v2"), entry("c", "other.example.com/v1"), entry("d", "v1"),
           "junk", entry("e", G + "/v0", "Update", "status")]
     s = stale_entries(mf, G, "v2")
-    assert s == StaleFields((0, 5), 6, frozenset())
+    assert (s.indices, s.total, s.collide) == ((0, 5), 6, frozenset())
+    assert [(f.position, f.action, f.manager, f.version, f.subresource) for f in s.fixes] == [
+        (0, REWRITTEN, "a", "v1", ""), (5, REWRITTEN, "e", "v0", "status")]
     assert stale_entries([entry("b", G + "/v2")], G, "v2") is None
     assert stale_entries(None, G, "v2") is None and stale_entries({"x": 1}, G, "v2") is None
 
@@ -38,34 +42,53 @@ def test_update_entry_whose_rewrite_would_duplicate_a_manager_identity_is_droppe
           entry("argocd", G + "/v1", "Apply")]
     s = stale_entries(mf, G, "v2")
     assert s.indices == (0, 2) and s.collide == frozenset([0])
-    plan = plan_patch("7", s, G, "v2", keep_ownership=True)
+    assert s.fixes[0].action == DROPPED and s.fixes[0].dropped_paths == (".spec.kubectl-edit",)
+    plan = plan_patch("7", s)
     assert plan.ops == [TEST_RV, {"op": "replace", "path": "/metadata/managedFields/2/apiVersion", "value": G + "/v2"},
                         {"op": "remove", "path": "/metadata/managedFields/0"}]
     assert (plan.rewritten, plan.dropped) == (1, 1)
 
 
 def test_patch_conversion_none_rewrites_every_stale_entry_keeping_ownership():
-    plan = plan_patch("7", StaleFields((0, 2), 3), G, "v2", keep_ownership=True)
+    s = stale_entries([entry("a", G + "/v1"), entry("b", G + "/v2"), entry("c", G + "/v1")], G, "v2")
+    plan = plan_patch("7", s)
     assert plan.ops == [TEST_RV,
                         {"op": "replace", "path": "/metadata/managedFields/0/apiVersion", "value": G + "/v2"},
                         {"op": "replace", "path": "/metadata/managedFields/2/apiVersion", "value": G + "/v2"}]
     assert (plan.rewritten, plan.dropped) == (2, 0)
-    # rewriting all entries is still a rewrite, never the [{}] reset
-    assert plan_patch("7", StaleFields((0, 1), 2), G, "v2", True).ops[1]["op"] == "replace"
 
 
-def test_patch_webhook_removes_in_descending_index_order():
-    plan = plan_patch("7", StaleFields((0, 2, 3), 5), G, "v2", keep_ownership=False)
-    assert plan.ops == [TEST_RV] + [{"op": "remove", "path": "/metadata/managedFields/%d" % i} for i in (3, 2, 0)]
-    assert (plan.rewritten, plan.dropped) == (0, 3)
+def test_removed_versions_pick_the_entries_and_a_version_kept_served_is_untouched():
+    mf = [entry("argo", G + "/v1"), entry("flux", G + "/v0"), entry("kubectl", G + "/v2")]
+    policy = ManagedFieldsPolicy(G, "v2", "None", removed_for(NAME, ("%s/v0" % NAME, "other.example.com/v1")))
+    s = policy.classify(mf)
+    assert s.indices == (1,) and [(f.manager, f.action) for f in s.fixes] == [("argo", UNTOUCHED), ("flux", REWRITTEN)]
+    assert plan_patch("7", s).ops[1:] == [
+        {"op": "replace", "path": "/metadata/managedFields/1/apiVersion", "value": G + "/v2"}]
+    assert removed_for(NAME, None) is None and removed_for(NAME, ("v0",)) == frozenset(["v0"])
+    assert removed_for(NAME, ()) == frozenset()
 
 
-@pytest.mark.parametrize("keep", [False, True])
-def test_patch_dropping_all_entries_sends_a_single_empty_entry(keep):
-    stale = StaleFields((0, 1), 2, frozenset([0, 1]) if keep else frozenset())
-    plan = plan_patch("7", stale, G, "v2", keep_ownership=keep)
-    assert plan.ops == [TEST_RV, {"op": "replace", "path": "/metadata/managedFields", "value": [{}]}]
-    assert (plan.rewritten, plan.dropped) == (0, 2)
+def test_webhook_without_removed_versions_leaves_every_entry_untouched():
+    s = ManagedFieldsPolicy(G, "v2", "Webhook").classify([entry("argo", G + "/v1"), entry("flux", G + "/v1")])
+    assert s.indices == () and [f.action for f in s.kept] == [UNTOUCHED, UNTOUCHED]
+
+
+def test_webhook_entry_with_nothing_mappable_is_kept_never_stripped():
+    nothing = FieldMapping("v1", "v2", ANY_NODE, "exact", {(("f", "spec"), ("f", "argo")): None})
+    policy = ManagedFieldsPolicy(G, "v2", "Webhook", frozenset(["v1"]), lambda v: nothing)
+    s = policy.classify([entry("argo", G + "/v1")])
+    assert s.indices == () and s.fixes[0].action == KEPT_UNMAPPABLE
+    assert s.fixes[0].dropped_paths == (".spec.argo",) and "no owned path maps" in s.fixes[0].note
+
+
+def test_storage_version_in_removed_versions_is_refused_naming_it():
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
+
+    c = cluster(n=1)
+    with pytest.raises(BadInputError, match="v2, the storage version"):
+        migrate_crd(c, get_crd(c, NAME), opts(removed_versions=("v2",)))
+    assert c.writes() == []
 
 
 def cluster(n=9, conversion=None, stale_every=3, **kw):
@@ -101,14 +124,15 @@ def test_pass_conversion_none_one_write_per_object_rewrites_entries_and_records_
     assert validate_record(get_crd(c, NAME)).ok
 
 
-def test_pass_webhook_drops_entries_and_an_objects_only_entries_become_a_reset():
+def test_pass_webhook_without_removed_versions_touches_no_entry_and_reports_them():
     c = cluster(conversion=WEBHOOK)
-    c.set_managed_fields(NAME, "b/obj-00003", [entry("team-a", G + "/v2"), entry("flux", G + "/v1")])
     r = migrate_crd(c, get_crd(c, NAME), opts(probe_conversion=False))
-    assert r.ok and (r.objects_with_stale_managed_fields, r.managed_fields_rewritten, r.managed_fields_dropped) == (3, 0, 5)
-    assert c.mf(NAME, "a/obj-00000") == [] and [e["manager"] for e in c.mf(NAME, "b/obj-00003")] == ["team-a"]
-    reset = [ops for path, ops in c.json_patches if path.endswith("/obj-00000")][0]
-    assert reset[1] == {"op": "replace", "path": "/metadata/managedFields", "value": [{}]}
+    assert r.ok and (r.objects_with_stale_managed_fields, r.managed_fields_rewritten, r.managed_fields_dropped) == (0, 0, 0)
+    assert c.json_patches == [] and [e["manager"] for e in c.mf(NAME, "a/obj-00000")] == ["team-a", "team-b"]
+    d = r.to_dict()
+    assert d["managed_fields_untouched"] == 6 and d["managed_fields_translated"] == 0
+    assert [(m["manager"], m["untouched"], m["objects"]) for m in d["managed_fields_managers"]] == [
+        ("team-a", 3, 3), ("team-b", 3, 3)]
 
 
 def test_failed_test_rereads_the_metadata_and_retries_with_fresh_entries():
@@ -167,10 +191,21 @@ def test_managed_fields_only_pass_writes_only_objects_with_stale_entries_and_no_
 
 
 def test_managed_fields_only_check_mode_counts_and_writes_nothing():
-    c = cluster(conversion=WEBHOOK)
+    c = cluster()
     r = fix_managed_fields(c, get_crd(c, NAME), opts(check_mode=True))
     assert c.writes() == [] and c.dry_runs() == []
-    assert (r.rewritten, r.unchanged, r.objects_with_stale_managed_fields, r.managed_fields_dropped) == (0, 0, 3, 6)
+    assert (r.rewritten, r.unchanged, r.objects_with_stale_managed_fields, r.managed_fields_rewritten) == (0, 0, 3, 6)
+
+
+def test_managed_fields_only_pass_keeps_a_served_version_untouched_on_every_rerun():
+    c = cluster(stored=("v2",))
+    for o in c.objects[NAME].values():
+        o["stored"] = "v2"
+    for _run in range(2):
+        r = fix_managed_fields(c, get_crd(c, NAME), opts(removed_versions=("v0",)))
+        assert r.ok and (r.rewritten, r.unchanged, r.objects_with_stale_managed_fields) == (0, 9, 0)
+        assert r.to_dict()["managed_fields_untouched"] == 6
+    assert c.object_writes == 0 and c.mf(NAME, "a/obj-00000")[0]["apiVersion"] == G + "/v1"
 
 
 def test_a_422_of_validation_or_policy_is_not_taken_for_a_failed_test():
@@ -186,3 +221,46 @@ def test_a_422_of_validation_or_policy_is_not_taken_for_a_failed_test():
     r = migrate_crd(c, get_crd(c, NAME), opts())
     assert r.failed == 1 and len([m for m, p, q in c.calls if m == "PATCH" and p.endswith("/obj-00001")]) == 1
     assert "denied request: no" in r.first_failures[0]["message"]
+
+
+def applied(manager, version, spec_fields, time="2026-12-01T10:00:00Z"):
+    e = entry(manager, G + "/" + version)
+    e["fieldsV1"] = {"f:spec": dict(("f:" + f, {}) for f in spec_fields)}
+    e["time"] = time
+    return e
+
+
+def test_pass_webhook_translates_removed_version_entries_and_keeps_what_maps_nothing(monkeypatch):
+    """Through the mapping source: the CRD read, made-up objects sent to the (here in-process) webhook."""
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops import webhook_review
+    from tests.controlplane.webhook import convert_object
+
+    sent = []
+
+    def convert(self, objects, desired):  # the test webhook's conversion, its v1alpha1 -> v1beta1 as v1 -> v2
+        sent.append(len(objects))
+        assert desired == G + "/v2" and all(o["apiVersion"] == G + "/v1" for o in objects)
+        return [dict(convert_object(dict(o, apiVersion=G + "/v1alpha1"), G + "/v1beta1"), apiVersion=desired)
+                for o in objects]
+
+    monkeypatch.setattr(webhook_review.WebhookCaller, "convert", convert)
+    c = MfCluster()
+    c.add_crd(conversion=WEBHOOK, stored=("v1", "v2"))
+    c.add_objects(NAME, 3, namespaces=("a",), stored="v1")
+    keys = sorted(c.objects[NAME])
+    c.set_managed_fields(NAME, keys[0], [applied("flux", "v1", ["size", "color"]), applied("argo", "v0", ["size"])])
+    c.set_managed_fields(NAME, keys[1], [applied("flux", "v1", ["endpoint"])])  # a split field: nothing maps
+    c.set_managed_fields(NAME, keys[2], [applied("kubectl", "v2", ["size"])])
+    r = migrate_crd(c, get_crd(c, NAME), opts(probe_conversion=False, removed_versions=(NAME + "/v1",)))
+    assert r.ok and r.rewritten == 3 and sent  # the mapping was learnt by asking the webhook
+    first = c.mf(NAME, keys[0])
+    assert first[0] == dict(applied("flux", "v2", ["color"]), fieldsV1={"f:spec": {"f:replicas": {}, "f:color": {}}})
+    assert first[1] == applied("argo", "v0", ["size"])  # v0 stays served: untouched
+    assert c.mf(NAME, keys[1]) == [applied("flux", "v1", ["endpoint"])]  # kept, never stripped
+    d = r.to_dict()
+    assert (d["managed_fields_translated"], d["managed_fields_unmappable"], d["managed_fields_untouched"]) == (1, 1, 1)
+    assert d["versions_not_removable"] == ["v1"]
+    assert d["unmappable_entries"][0]["examples"] == [keys[1]] and d["unmappable_entries"][0]["manager"] == "flux"
+    flux = [m for m in d["managed_fields_managers"] if m["manager"] == "flux"][0]
+    assert (flux["translated"], flux["kept_unmappable"], flux["paths_dropped"]) == (1, 1, [])
+    assert d["field_mappings"][0]["from_version"] == "v1" and d["field_mappings"][0]["method"] == "exact"

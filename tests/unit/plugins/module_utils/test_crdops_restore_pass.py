@@ -9,7 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import AdmissionRejected
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.listing import ObjectRef
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.managed_fields import StaleFields
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.managed_fields import (
+    StaleFields, stale_entries)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import (
     CHECKPOINT_ANNOTATION, RECORD_ANNOTATION, validate_record)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import (
@@ -53,7 +54,8 @@ def test_submit_writes_in_workers_or_in_check_mode_only_plans():
     assert page.skipped == 1 and page.last_key == "a/obj-00001"
     c2, q, _seen = make_pass(check_mode=True, preflight_sample=1)
     with ThreadPoolExecutor(1) as ex:
-        page = q.submit(ex, [ref("obj-00000", StaleFields((0, 1), 2))], "a/obj-00000", 0)
+        two_old = [{"manager": m, "operation": "Apply", "apiVersion": "stable.example.com/v1"} for m in "ab"]
+        page = q.submit(ex, [ref("obj-00000", stale_entries(two_old, "stable.example.com", "v2"))], "a/obj-00000", 0)
     assert page.futures == [] and c2.writes() == [] and len(c2.dry_runs()) == 1
     assert (q.result.objects_with_stale_managed_fields, q.result.managed_fields_rewritten) == (1, 2)
 

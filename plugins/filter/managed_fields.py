@@ -1,0 +1,34 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Data shaping for the managedFields side of the crd_upgrade role's restore phase (documented in the .yml files)."""
+
+from __future__ import annotations
+
+
+def crd_upgrade_removed_versions(plan):
+    """``<CRD>/<version>`` for every version release N+1 removes (crd_storage_migrate's ``removed_versions``)."""
+    return ["%s/%s" % (c.get("name"), v) for c in plan or [] for v in c.get("removed_versions") or []]
+
+
+def crd_upgrade_unmappable(migrated, plan):
+    """One line per managedFields entry kept at a version release N+1 removes because nothing of it maps."""
+    removed = dict((c.get("name"), set(c.get("removed_versions") or [])) for c in plan or [])
+    out = []
+    for crd in migrated or []:
+        for u in crd.get("unmappable_entries") or []:
+            if u.get("version") not in removed.get(crd.get("name"), ()):
+                continue
+            out.append("%s: %s objects keep %s's %s entry at %s (e.g. %s): %s" % (
+                crd.get("name"), u.get("objects"), u.get("manager"), u.get("operation"), u.get("version"),
+                ", ".join(u.get("examples") or []), u.get("why")))
+    return out
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "crd_upgrade_removed_versions": crd_upgrade_removed_versions,
+            "crd_upgrade_unmappable": crd_upgrade_unmappable,
+        }

@@ -1,0 +1,160 @@
+"""Ownership is translated through a conversion webhook, never stripped (DESIGN invariant 13), on a real apiserver + etcd.
+
+Objects are server-side applied at v1alpha1 under the test conversion webhook (a real HTTPS server, `url:` client
+config): a rename (size -> replicas), two fields that often hold equal values (primaryZone/backupZone -> zones.*), a
+path kept by name with a new meaning (mode -> legacyMode, mode refilled), a renamed list-map key (ports keyed by
+name -> portName) and a field split in two (endpoint -> host + port). Storage moves to v1beta1.
+
+1. While release N+1 keeps v1alpha1 served (removed_versions names none of this CRD's versions), the pass and a
+   rerun leave every v1alpha1 entry untouched.
+2. With removed_versions [v1alpha1], each manager's entry owns the right v1beta1 paths (manager, operation, time
+   kept); the split field is dropped and named; an entry owning only the split field is kept and the version is
+   reported not removable, naming the objects.
+3. After the removal of v1alpha1, the manager applies without force: values change, a field it stopped declaring is
+   pruned, a third manager conflicts naming it, and no `before-first-apply` entry exists. The objects whose
+   unmappable entry was kept are the ones server-side apply then fails for (HTTP 500), which is why the role refuses.
+"""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from tests.controlplane.etcd_reader import current_revision, keys_written_since, scan_storage
+from tests.controlplane.kube import Kube, KubeError, objects_path
+from tests.controlplane.webhook import WebhookServer, conversion_spec, widget_schemas
+from tests.integration.modrun import auth_args, run_module
+
+PLURAL, KIND = "widgets", "Widget"
+NS = "tr-a"
+NAMES = [f"w-{i}" for i in range(4)]
+LEGACY = NAMES[:2]  # also written by a tool owning only the split field
+APPLY = "application/apply-patch+yaml"
+FLUX = "kustomize-controller"
+ARGO = "argocd-controller"
+
+FLUX_SPEC = {"size": 3, "primaryZone": "eu-1", "backupZone": "eu-1", "mode": "fast", "color": "blue",
+             "ports": [{"name": "http", "number": 80}]}
+FLUX_V1BETA1_PATHS = {"f:spec": {"f:replicas": {}, "f:zones": {"f:primary": {}, "f:backup": {}}, "f:legacyMode": {},
+                                 "f:color": {}, "f:ports": {'k:{"portName":"http"}': {".": {}, "f:portName": {},
+                                                                                      "f:number": {}}}}}
+
+
+def crd(group: str, webhook: WebhookServer, storage: str, served=("v1alpha1", "v1beta1")) -> dict:
+    schemas = widget_schemas()
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{PLURAL}.{group}"},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"plural": PLURAL, "singular": "widget", "kind": KIND, "listKind": "WidgetList"},
+                     "versions": [{"name": v, "served": True, "storage": v == storage,
+                                   "schema": {"openAPIV3Schema": schemas[v]}} for v in served],
+                     "conversion": conversion_spec(webhook)}}
+
+
+def apply(kube: Kube, group: str, version: str, name: str, manager: str, spec: dict, force: bool = False) -> dict:
+    body = {"apiVersion": f"{group}/{version}", "kind": KIND, "metadata": {"name": name, "namespace": NS},
+            "spec": spec}
+    query = {"fieldManager": manager, **({"force": "true"} if force else {})}
+    return kube.request("PATCH", objects_path(group, version, PLURAL, NS, name), body, APPLY, query=query)
+
+
+def entries(kube: Kube, group: str) -> dict[str, list[dict]]:
+    items = kube.get(objects_path(group, "v1beta1", PLURAL, NS))["items"]
+    return {o["metadata"]["name"]: o["metadata"].get("managedFields") or [] for o in items}
+
+
+def by_manager(mf: list[dict]) -> dict[str, dict]:
+    return {e["manager"]: e for e in mf}
+
+
+def migrate(cluster, group: str, removed: list[str], check_mode: bool = False) -> dict:
+    result = run_module("crd_storage_migrate", dict(auth_args(cluster), names=[f"{PLURAL}.{group}"],
+                                                    removed_versions=removed), check_mode)
+    assert not result.get("failed"), result.get("msg")
+    return result["crds"][0]
+
+
+@pytest.fixture()
+def webhook(cluster, tmp_path):
+    server = WebhookServer(cluster.pki, tmp_path / "webhook").start()
+    yield server
+    server.stop()
+
+
+def seed(kube: Kube, group: str, webhook: WebhookServer) -> None:
+    kube.apply_crd(crd(group, webhook, "v1alpha1"))
+    kube.ensure_namespace(NS)
+    for name in NAMES:
+        apply(kube, group, "v1alpha1", name, FLUX, FLUX_SPEC)
+        apply(kube, group, "v1alpha1", name, ARGO, {"labels": {"tier": "web"}, "endpoint": "db:5432"})
+        kube.merge_patch(objects_path(group, "v1alpha1", PLURAL, NS, name) + "?fieldManager=kubectl-label",
+                         {"metadata": {"labels": {"team": "a"}}})
+    for name in LEGACY:  # same value as argocd: shared ownership of the split field only
+        apply(kube, group, "v1alpha1", name, "legacy-tool", {"endpoint": "db:5432"})
+    kube.apply_crd(crd(group, webhook, "v1beta1"))
+
+
+def test_entries_are_translated_through_the_webhook_and_a_kept_served_version_is_untouched(
+        cluster, kube, group, webhook):
+    seed(kube, group, webhook)
+    before = entries(kube, group)
+    crd_name = f"{PLURAL}.{group}"
+
+    # 1. N+1 keeps v1alpha1 served: a full pass, then a rerun (managedFields-only pass); entries untouched
+    first = migrate(cluster, group, [f"other.{group}/v1alpha1"])
+    assert (first["listed"], first["failed"], first["managed_fields_translated"]) == (4, 0, 0)
+    assert first["managed_fields_untouched"] == 4 * 3 + 2 and first["objects_with_stale_managed_fields"] == 0
+    revision = current_revision(cluster.etcd_url)
+    again = migrate(cluster, group, [f"other.{group}/v1alpha1"])
+    assert again["managed_fields_only"] is True and again["rewritten"] == 0 and again["managed_fields_untouched"] == 14
+    assert [k for k in keys_written_since(cluster.etcd_url, revision) if f"/{group}/" in k] == []
+    assert entries(kube, group) == before
+
+    # 2. N+1 removes v1alpha1: translated through the webhook's own conversion (check mode first: nothing written)
+    revision = current_revision(cluster.etcd_url)
+    plan = migrate(cluster, group, [f"{crd_name}/v1alpha1"], check_mode=True)
+    assert keys_written_since(cluster.etcd_url, revision) == []
+    assert (plan["managed_fields_translated"], plan["managed_fields_unmappable"]) == (12, 2)
+    done = migrate(cluster, group, [f"{crd_name}/v1alpha1"])
+    assert (done["managed_fields_translated"], done["managed_fields_unmappable"], done["rewritten"]) == (12, 2, 4)
+    assert done["field_mappings"][0]["method"] == "exact" and done["field_mappings"][0]["paths_unmapped"] == [
+        ".spec.endpoint"]
+    managers = {m["manager"]: m for m in done["managed_fields_managers"]}
+    assert (managers[FLUX]["translated"], managers[FLUX]["paths_dropped"]) == (4, [])
+    assert (managers[ARGO]["translated"], managers[ARGO]["paths_dropped"]) == (4, [".spec.endpoint"])
+    assert managers["legacy-tool"]["kept_unmappable"] == 2
+    assert done["versions_not_removable"] == ["v1alpha1"]
+    unmappable = done["unmappable_entries"][0]
+    assert (unmappable["manager"], unmappable["objects"]) == ("legacy-tool", 2)
+    assert sorted(unmappable["examples"]) == [f"{NS}/{n}" for n in LEGACY]
+
+    scan = scan_storage(cluster.etcd_url, group, PLURAL)  # every key re-stored at the storage version
+    assert scan.counts == {f"{group}/v1beta1": 4}
+    after = entries(kube, group)
+    for name in NAMES:
+        old, new = by_manager(before[name]), by_manager(after[name])
+        flux, argo, label = new[FLUX], new[ARGO], new["kubectl-label"]
+        assert flux["apiVersion"] == f"{group}/v1beta1" and flux["fieldsV1"] == FLUX_V1BETA1_PATHS
+        assert (flux["operation"], flux["time"]) == ("Apply", old[FLUX]["time"])
+        assert argo["fieldsV1"] == {"f:spec": {"f:labels": {"f:tier": {}}}}
+        assert (label["operation"], label["apiVersion"]) == ("Update", f"{group}/v1beta1")
+        assert label["fieldsV1"] == old["kubectl-label"]["fieldsV1"]
+        if name in LEGACY:
+            assert new["legacy-tool"] == old["legacy-tool"]  # kept, not stripped
+        assert "before-first-apply" not in new
+
+    # 3. release N+1 applied anyway (the role would refuse it, see versions_not_removable)
+    kube.merge_patch(kube.crd_path(crd_name) + "/status", {"status": {"storedVersions": ["v1beta1"]}})
+    kube.apply_crd(crd(group, webhook, "v1beta1", served=("v1beta1",)))
+    spec = {"replicas": 5, "zones": {"primary": "eu-1", "backup": "eu-2"}, "legacyMode": "fast",
+            "ports": [{"portName": "http", "number": 80}]}  # color no longer declared: must be pruned
+    for name in NAMES[len(LEGACY):]:
+        out = apply(kube, group, "v1beta1", name, FLUX, spec)["spec"]
+        assert out["replicas"] == 5 and out["zones"]["backup"] == "eu-2" and "color" not in out
+    with pytest.raises(KubeError) as conflict:
+        apply(kube, group, "v1beta1", NAMES[-1], "team-c", {"replicas": 7})
+    assert conflict.value.status == 409 and f'"{FLUX}"' in conflict.value.message
+    assert "before-first-apply" not in conflict.value.message
+    with pytest.raises(KubeError) as broken:  # the kept entry at the removed version: kubernetes#111937
+        apply(kube, group, "v1beta1", LEGACY[0], FLUX, copy.deepcopy(spec))
+    assert broken.value.status == 500
