@@ -116,6 +116,20 @@ def crd_upgrade_client_records(crds, broken_clients=None):
     return out
 
 
+def crd_upgrade_managed_fields_managers(passes):
+    """Per CRD and manager what crd_storage_migrate's passes did to managedFields entries (``managed_fields_managers``),
+    and which managers lost ownership (``managed_fields_ownership_reduced``), each tagged with its CRD and pass.
+
+    ``passes`` is a list of ``{"when": <pass>, "crds": <crd_storage_migrate crds>}``."""
+    managers, reduced = [], []
+    for one in passes or []:
+        for crd in one.get("crds") or []:
+            tag = {"crd": crd.get("name"), "pass": one.get("when")}
+            managers.extend(dict(m, **tag) for m in crd.get("managed_fields_managers") or [])
+            reduced.extend(dict(r, **tag) for r in crd.get("managed_fields_ownership_reduced") or [])
+    return {"managers": managers, "ownership_reduced": reduced}
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -124,4 +138,5 @@ class FilterModule:
             "crd_upgrade_doubts": crd_upgrade_doubts,
             "crd_upgrade_client_summary": crd_upgrade_client_summary,
             "crd_upgrade_client_records": crd_upgrade_client_records,
+            "crd_upgrade_managed_fields_managers": crd_upgrade_managed_fields_managers,
         }

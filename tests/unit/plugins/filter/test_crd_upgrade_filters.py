@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ansible_collections.crdops.migration.plugins.filter.crd_upgrade import (
-    FilterModule, crd_upgrade_client_records, crd_upgrade_client_summary, crd_upgrade_doubts, crd_upgrade_leftovers, crd_upgrade_refusals)
+    FilterModule, crd_upgrade_client_records, crd_upgrade_client_summary, crd_upgrade_managed_fields_managers, crd_upgrade_doubts, crd_upgrade_leftovers, crd_upgrade_refusals)
 
 
 def crd(name="w.example.com", removed=("v1alpha1",), stored=("v1beta1",), valid=True, count=5, target=True,
@@ -65,6 +65,19 @@ def test_client_summary_per_manager_and_records_with_broken_clients():
         dict(crd_entry, broken_clients=[{"crd": "a", "manager": "old"}]), {"name": "c", "broken_clients": []}]
 
 
+def test_managed_fields_managers_over_passes_tagged_with_crd_and_pass():
+    row = {"manager": "flux", "operation": "Apply", "from_version": "v1alpha1", "translated": 3, "dropped": 0}
+    cut = {"manager": "argo", "operation": "Apply", "from_version": "v1alpha1", "paths_dropped": [".spec.x"],
+           "entries_dropped": 0}
+    passes = [{"when": "re-store", "crds": [{"name": "a", "managed_fields_managers": [row],
+                                             "managed_fields_ownership_reduced": [cut]}]},
+              {"when": "after release N+1", "crds": [{"name": "a"}]}]
+    assert crd_upgrade_managed_fields_managers(passes) == {
+        "managers": [dict(row, crd="a", **{"pass": "re-store"})],
+        "ownership_reduced": [dict(cut, crd="a", **{"pass": "re-store"})]}
+    assert crd_upgrade_managed_fields_managers([]) == {"managers": [], "ownership_reduced": []}
+
+
 def test_filter_names():
     assert sorted(FilterModule().filters()) == ["crd_upgrade_client_records", "crd_upgrade_client_summary", "crd_upgrade_doubts",
-                                                "crd_upgrade_leftovers", "crd_upgrade_refusals"]
+                                                "crd_upgrade_leftovers", "crd_upgrade_managed_fields_managers", "crd_upgrade_refusals"]
