@@ -128,6 +128,9 @@ options:
     default: 10
 notes:
   - Requires the C(kubernetes) Python library on the host that runs the module.
-  - Connection options, aliases and environment variables are the same as in M(kubernetes.core.k8s), so
-    one C(module_defaults) block (C(group/crdops.migration.crdops)) can configure both collections.
+  - Connection options, aliases and environment variables are the same as in M(kubernetes.core.k8s), and
+    the action group C(group/crdops.migration.crdops) includes kubernetes.core's group, so one C(module_defaults)
+    block for C(group/crdops.migration.crdops) configures the modules of both collections. Not the other way
+    round - only kubernetes.core can add modules to C(group/k8s) (C(group/kubernetes.core.k8s)), so a block for
+    it does not reach this module.
 '''

@@ -2,8 +2,8 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The role's reader of CRD manifests: the modules' own reader (module_utils/_crdops/manifests.py), run on the
-controller so that init and the modules of later phases agree on every document (issue 14).
+"""CRD manifests for a playbook: the modules' own reader (module_utils/_crdops/manifests.py), run on the
+controller, so that a file loaded here is read the same way by the modules.
 
 Documented in the sidecar .yml files of the same names.
 """
@@ -11,8 +11,7 @@ Documented in the sidecar .yml files of the same names.
 from __future__ import annotations
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests import (
-    Skipped, read_manifests, skipped_summary)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests import read_manifests
 
 
 class AnsibleFilterError(ValueError):
@@ -20,7 +19,8 @@ class AnsibleFilterError(ValueError):
 
 
 def crd_upgrade_manifests(paths, base_dir=None, label="manifests"):
-    """``{files, crds, skipped}`` from manifest paths and globs; relative ones are resolved against ``base_dir``."""
+    """``{files, crds, skipped}`` from manifest paths and globs; relative ones are resolved against ``base_dir``,
+    unset: the working directory of the run (as the modules do)."""
     if isinstance(paths, str):
         paths = [paths]
     try:
@@ -29,35 +29,8 @@ def crd_upgrade_manifests(paths, base_dir=None, label="manifests"):
         raise AnsibleFilterError(str(exc)) from exc
 
 
-def crd_upgrade_skipped(skipped):
-    """``N documents skipped (not CRDs): <file> document <i> (<kind>), ...`` from crd_upgrade_manifests' ``skipped``."""
-    return skipped_summary([Skipped(source=s["file"], index=s["index"], kind=s["kind"]) for s in skipped or []])
-
-
-def crd_upgrade_storage_versions(docs):
-    """``{CRD name: storage version}`` of CRD manifests (None for a CRD without a storage version)."""
-    out = {}
-    for doc in docs or []:
-        versions = (doc.get("spec") or {}).get("versions") or []
-        out[doc["metadata"]["name"]] = next((v.get("name") for v in versions if v.get("storage")), None)
-    return out
-
-
-def crd_upgrade_names(given, docs):
-    """The CRDs to work on: ``given`` (a list, or survey text split on commas, spaces and new lines), or when
-    it is empty every CRD named in ``docs``, sorted."""
-    if isinstance(given, str):
-        given = given.replace(",", " ").split()
-    if given:
-        return list(given)
-    return sorted(set(doc["metadata"]["name"] for doc in docs or []))
-
-
 class FilterModule:
     def filters(self):
         return {
             "crd_upgrade_manifests": crd_upgrade_manifests,
-            "crd_upgrade_skipped": crd_upgrade_skipped,
-            "crd_upgrade_storage_versions": crd_upgrade_storage_versions,
-            "crd_upgrade_names": crd_upgrade_names,
         }

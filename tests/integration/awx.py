@@ -5,7 +5,9 @@ AWX (awx/main/tasks/jobs.py, build_private_data_files / build_env) writes:
   env/envvars     the job's environment, credential injections included
   env/<tmpfile>   files a credential injects (a CA certificate, a kubeconfig), referenced from envvars
   inventory/hosts the inventory
-  project/        the project checkout: ansible-playbook runs with this as its working directory
+  project/        the project checkout: ansible-playbook runs with this as its working directory; here it
+                  holds playbooks that import the collection's (docs/awx.md) and, where a test puts them,
+                  the release manifests
 The events, stdout and the set_stats data (`artifact_data` of the playbook_on_stats event) land in
 artifacts/<ident>/, which is what AWX reads back.
 """
@@ -13,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -23,8 +24,6 @@ import yaml
 
 from tests.integration.modrun import ansible_env
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 class PrivateDataDir:
     def __init__(self, root: Path, inventory: dict, extravars: dict, envvars: Optional[dict] = None):
@@ -32,9 +31,11 @@ class PrivateDataDir:
         for sub in ("env", "inventory", "project"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         (self.root / "inventory" / "hosts").write_text(yaml.safe_dump(inventory))
-        # the project: the collection's playbooks, as a project repository would carry them
-        for name in ("fleet_upgrade.yml", "fleet_report_merge.yml"):
-            shutil.copy(REPO / "playbooks" / name, self.root / "project" / name)
+        # the project, as docs/awx.md lays it out: a job template runs a playbook file of its project, which
+        # imports the collection's playbook (the collection is installed, as in an execution environment)
+        for name in ("fleet_upgrade", "fleet_audit", "fleet_report_merge"):
+            (self.root / "project" / f"{name}.yml").write_text(yaml.safe_dump(
+                [{"name": name, "ansible.builtin.import_playbook": f"crdops.migration.{name}"}]))
         self.envvars = dict(envvars or {})
         self.extravars = dict(extravars)
 

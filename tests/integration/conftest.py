@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.controlplane.binaries import find_binaries
-from tests.controlplane.cluster import Cluster, admin_kube, start_cluster
+from tests.controlplane.cluster import Cluster, admin_kube, start_cluster, start_fleet
 from tests.controlplane.existing import existing_cluster_from_env
 from tests.controlplane.kube import Kube
 
@@ -47,6 +47,15 @@ def cluster(workdir) -> Cluster:
 @pytest.fixture(scope="session")
 def kube(cluster) -> Kube:
     return cluster.kube() if hasattr(cluster, "kube") else admin_kube(cluster)
+
+
+@pytest.fixture(scope="session")
+def fleet3(binaries, tmp_path_factory):
+    """Three clusters (cluster-a, -b, -c) and one kubeconfig with a context each, shared by the fleet tests
+    (AWX, README); each test uses a group of its own."""
+    fleet = start_fleet(3, tmp_path_factory.mktemp("fleet3"), binaries)
+    yield fleet
+    fleet.stop()
 
 
 @pytest.fixture()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.controlplane.cluster import admin_kube, start_fleet
+from tests.controlplane.cluster import admin_kube
 from tests.controlplane.etcd_reader import scan_storage
 from tests.integration import awx, reliability
 from tests.integration.seed import crd_at, seed_old_objects
@@ -37,6 +37,16 @@ def releases(tmp_path: Path, s, name: str = "rel") -> dict:
     return {"crd_upgrade_release_manifests": [str(release_n / "*.yaml")],
             "crd_upgrade_target_manifests": [str(release_next / "*.yaml")],
             "crd_upgrade_settle_seconds": 1, "crd_upgrade_writers_window": 0}
+
+
+def project_releases(project: Path, s, name: str) -> dict:
+    """Release N and N+1 kept in the AWX project (docs/awx.md, section 0); host vars with relative globs,
+    which resolve against the project folder, the job's working directory."""
+    for release, doc in ((f"{name}-n", crd_at(s, "v1beta1")), (f"{name}-next", crd_at(s, "v1beta1", served=("v1beta1",)))):
+        (project / "releases" / release / "crds").mkdir(parents=True)
+        (project / "releases" / release / "crds" / "crds.yaml").write_text(yaml.safe_dump(doc))
+    return {"crd_upgrade_release_manifests": [f"releases/{name}-n/crds/*.yaml"],
+            "crd_upgrade_target_manifests": [f"releases/{name}-next/crds/*.yaml"], "crd_upgrade_settle_seconds": 1}
 
 
 def host_vars(**extra) -> dict:
@@ -122,7 +132,9 @@ def test_custom_kubeconfig_credential_two_clusters_waves_as_text(fleet3, tmp_pat
     awx.clean_process_env(monkeypatch)
     clusters = fleet3.clusters[:2]
     seeds = [seed_old_objects(admin_kube(c), f"kc{i}.crdops.test", 30 + i, flip=False) for i, c in enumerate(clusters)]
-    hosts = {c.name: host_vars(context=c.context, crd_upgrade_crd_names=[s.crd_name], **releases(tmp_path, s, c.name))
+    project = tmp_path / "pdd" / "project"
+    hosts = {c.name: host_vars(context=c.context, crd_upgrade_crd_names=[s.crd_name],
+                               **project_releases(project, s, c.name))
              for c, s in zip(clusters, seeds)}
     inventory = {"all": {"children": {"clusters": {"hosts": hosts}}}}
     extravars = {"crd_upgrade_waves": "1, 100%", "crd_upgrade_max_fail_percentage": "0",
@@ -142,6 +154,10 @@ def test_custom_kubeconfig_credential_two_clusters_waves_as_text(fleet3, tmp_pat
         assert scan_storage(c.etcd_url, s.group, s.plural).counts == {s.new(): s_count(s, seeds)}
     summary = awx.stats_artifacts(r)["crd_upgrade_summary"]
     assert (summary["clusters"], summary["ok"], summary["rewritten"]) == (2, 2, 61), summary
+    # the project's playbook imported the collection's; release N, kept in the project, was applied
+    for c, s in zip(clusters, seeds):
+        crd = admin_kube(c).get_crd(s.crd_name)
+        assert [v["name"] for v in crd["spec"]["versions"] if v["storage"]] == ["v1beta1"]
 
 
 def s_count(s, seeds) -> int:
@@ -152,13 +168,13 @@ def test_cancel_through_ansible_runner_stops_the_writes(cluster, kube, group, tm
     """The cancel reaches the re-store, which runs in ansible-playbook's worker (the action plugin of
     crd_storage_migrate, issue 11): the writes stop and stay stopped."""
     awx.clean_process_env(monkeypatch)
-    total, qps, heartbeat = 1500, 25, 8
+    # the writes must stop within `settle` seconds of the cancel (the re-store checks its stop flag between writes)
+    total, qps, settle = 1500, 25, 8
     s = seed_old_objects(kube, group, total)
     inventory = {"all": {"children": {"clusters": {"hosts": {"slow": host_vars(
         crd_upgrade_auth={"kubeconfig": str(cluster.kubeconfig), "context": cluster.contexts()[0]},
         crd_upgrade_crd_names=[s.crd_name], crd_upgrade_release_manifests=[], crd_upgrade_target_manifests=[],
-        crd_upgrade_max_qps=qps, crd_upgrade_workers=2, crd_upgrade_progress_interval=1,
-        crd_upgrade_heartbeat_timeout=heartbeat, crd_upgrade_progress_dir=str(tmp_path))}}}}}
+        crd_upgrade_max_qps=qps, crd_upgrade_workers=2, crd_upgrade_progress_interval=1)}}}}}
     pdd = awx.PrivateDataDir(tmp_path / "pdd", inventory, {"crd_upgrade_waves": "1"})
 
     def cancel() -> bool:   # AWX's worker asks this between events; the cancel button makes it True
@@ -167,8 +183,8 @@ def test_cancel_through_ansible_runner_stops_the_writes(cluster, kube, group, tm
     r = awx.run(pdd, "fleet_upgrade.yml", cancel_callback=cancel)
     canceled_at = time.monotonic()
     assert r.status == "canceled", (r.status, awx.stdout(r)[-3000:])
-    # within the heartbeat timeout (plus one write's time) the writes stop, and stay stopped
-    time.sleep(heartbeat + 4)
+    # within seconds (plus one write's time) the writes stop, and stay stopped
+    time.sleep(settle + 4)
     stopped = scan_storage(cluster.etcd_url, group, s.plural).counts.get(s.new(), 0)
     time.sleep(6)
     final = scan_storage(cluster.etcd_url, group, s.plural)
@@ -179,13 +195,6 @@ def test_cancel_through_ansible_runner_stops_the_writes(cluster, kube, group, tm
     reliability.record("AWX cancel (ansible-runner cancel_callback) during the background re-store",
                        f"job canceled at >= 50 of {total} objects; the re-store stopped "
                        f"at {stopped}; no write in the 6 s after", total, final.total, False)
-
-
-@pytest.fixture(scope="module")
-def fleet3(binaries, tmp_path_factory):
-    fleet = start_fleet(3, tmp_path_factory.mktemp("fleet3"), binaries)
-    yield fleet
-    fleet.stop()
 
 
 def test_three_slices_in_parallel_then_one_merged_report(fleet3, tmp_path, monkeypatch):

@@ -150,7 +150,7 @@ def test_role_entry_point_repairs_with_previous_release_schema(cluster, kube, gr
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
         "crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0],
         "crd_upgrade_crd_names": [s.crd_name],
-        "crd_upgrade_repair_previous_manifests": ["release-n.yaml"]}}}}  # relative: to the playbook directory
+        "crd_upgrade_repair_previous_manifests": ["release-n.yaml"]}}}}  # relative: to the working directory
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     playbook = [{"hosts": "all", "gather_facts": False, "tasks": [
         {"ansible.builtin.include_role": {"name": "crdops.migration.crd_upgrade", "tasks_from": "repair"}},
@@ -159,7 +159,8 @@ def test_role_entry_point_repairs_with_previous_release_schema(cluster, kube, gr
     (tmp_path / "repair.yml").write_text(yaml.safe_dump(playbook))
 
     before = current_revision(cluster.etcd_url)
-    checked = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(tmp_path / "repair.yml"), "--check")
+    checked = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(tmp_path / "repair.yml"), "--check",
+                               cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout[-4000:] + checked.stderr[-2000:]
     assert keys_written_since(cluster.etcd_url, before) == []
     planned = json.loads((tmp_path / "result.json").read_text())["crds"][0]
@@ -167,13 +168,13 @@ def test_role_entry_point_repairs_with_previous_release_schema(cluster, kube, gr
     assert str(tmp_path / "release-n.yaml") in planned["schema_sources"]["v1"]
     assert_unreadable(kube, s, count, 0)
 
-    proc = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(tmp_path / "repair.yml"))
+    proc = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(tmp_path / "repair.yml"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     done = json.loads((tmp_path / "result.json").read_text())
     assert done["repaired"] == [s.crd_name] and done["crds"][0]["restore"]["rewritten"] == count
     assert_repaired(kube, cluster, s, count)
 
-    rerun = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(tmp_path / "repair.yml"))
+    rerun = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(tmp_path / "repair.yml"), cwd=tmp_path)
     assert rerun.returncode == 0 and json.loads((tmp_path / "result.json").read_text())["changed"] is False
     reliability.record(
         "repair of finding 2 (none re-stored, namespaced, no etcd_url): role `tasks_from: repair` with the previous "

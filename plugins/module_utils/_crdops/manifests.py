@@ -83,7 +83,8 @@ def _resolve(path: str, base_dir: Optional[str]) -> str:
     path = os.path.expanduser(path)
     if base_dir and not os.path.isabs(path):
         path = os.path.join(base_dir, path)
-    return path
+    # absolute: a file named in a result or a message is the one read, whoever reads it from where
+    return os.path.abspath(path)
 
 
 def expand_paths(paths: Sequence[str], base_dir: Optional[str] = None) -> List[str]:
@@ -96,6 +97,26 @@ def expand_paths(paths: Sequence[str], base_dir: Optional[str] = None) -> List[s
         else:
             out.append(path)
     return out
+
+
+def _searched_dir(pattern: str) -> str:
+    """The directory a glob searches: its longest leading part without a glob character."""
+    head = pattern
+    while _is_glob(head):
+        head = os.path.dirname(head)
+    return os.path.abspath(head or ".")
+
+
+def _not_found(label: str, given: str, path: str, base_dir: Optional[str]) -> BadInputError:
+    """A path or glob that names no file: what was given, where it was looked for, and against what."""
+    relative = not os.path.isabs(os.path.expanduser(given))
+    where = ("; a relative path resolves against %s" % (
+        "the working directory of the run, %s" % os.getcwd() if base_dir is None else base_dir)) if relative else ""
+    if _is_glob(path):
+        searched = _searched_dir(path)
+        state = "" if os.path.isdir(searched) else ", which does not exist"
+        return BadInputError("%s: %s matches no file in %s%s%s" % (label, given, searched, state, where))
+    return BadInputError("%s: %s: no such file (looked for %s%s)" % (label, given, os.path.abspath(path), where))
 
 
 def _load_file(path: str) -> List[Any]:
@@ -163,13 +184,21 @@ class ManifestReader:
         for index, doc in _documents(_load_file(path)):
             self.add_doc(doc, path, index)
 
+    def add_path(self, given: str) -> None:
+        """A file or a glob; one that names no file is an error that says where it was looked for."""
+        path = _resolve(given, self.base_dir)
+        files = expand_paths([path])
+        if not files or not (_is_glob(path) or os.path.exists(path)):
+            raise _not_found(self.label, given, path, self.base_dir)
+        for file in files:
+            self.add_file(file)
+
     def read(self, items: Sequence[Any]) -> ManifestSet:
         for position, item in enumerate(items or ()):
             if isinstance(item, dict):
                 self.add_doc(item, "%s[%d]" % (self.label, position), "0")
             elif isinstance(item, str):
-                for path in expand_paths([item], self.base_dir):
-                    self.add_file(path)
+                self.add_path(item)
             else:
                 raise BadInputError("%s[%d]: expected a file path, a glob or a CRD as a dictionary, got %s"
                                     % (self.label, position, type(item).__name__))

@@ -7,14 +7,13 @@ import pytest
 import yaml
 
 from ansible_collections.crdops.migration.plugins.filter.manifests import (
-    AnsibleFilterError, FilterModule, crd_upgrade_manifests, crd_upgrade_names, crd_upgrade_skipped,
-    crd_upgrade_storage_versions)
+    AnsibleFilterError, FilterModule, crd_upgrade_manifests)
 from tests.unit.crdops_fakes import make_crd
 
 NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gw"}}
 
 
-def test_manifests_relative_to_the_playbook_directory(tmp_path):
+def test_manifests_relative_to_the_base_dir_or_the_working_directory(tmp_path, monkeypatch):
     (tmp_path / "crds").mkdir()
     (tmp_path / "crds" / "bundle.yaml").write_text(
         "---\n" + yaml.safe_dump(NAMESPACE) + "---\n" + yaml.safe_dump(dict(make_crd(), status={"x": 1})))
@@ -24,8 +23,8 @@ def test_manifests_relative_to_the_playbook_directory(tmp_path):
     assert [d["metadata"]["name"] for d in got["crds"]] == ["crontabs.stable.example.com"]
     assert "status" not in got["crds"][0]
     assert got["skipped"] == [{"file": path, "index": "0", "kind": "Namespace"}]
-    assert crd_upgrade_skipped(got["skipped"]) == "1 document skipped (not CRDs): %s document 0 (Namespace)" % path
-    assert crd_upgrade_skipped([]) == ""
+    monkeypatch.chdir(tmp_path)
+    assert crd_upgrade_manifests(["crds/*.yaml"]) == got
     assert crd_upgrade_manifests("crds/bundle.yaml", str(tmp_path))["files"] == [path]  # one string: a list of one
     assert crd_upgrade_manifests([], str(tmp_path)) == {"files": [], "crds": [], "skipped": []}
 
@@ -36,17 +35,5 @@ def test_manifests_fail_with_the_readers_message(tmp_path):
         crd_upgrade_manifests(["ns.yaml"], str(tmp_path), "crd_upgrade_target_manifests")
 
 
-def test_storage_versions_and_names():
-    docs = [make_crd(name="b.example.com", versions=(("v1", True, False), ("v2", True, True))),
-            make_crd(name="a.example.com", versions=(("v1", True, True),)),
-            make_crd(name="c.example.com", versions=(("v1", True, False),))]
-    assert crd_upgrade_storage_versions(docs) == {"b.example.com": "v2", "a.example.com": "v1", "c.example.com": None}
-    assert crd_upgrade_names([], docs + docs[:1]) == ["a.example.com", "b.example.com", "c.example.com"]
-    assert crd_upgrade_names("", docs[:1]) == ["b.example.com"]
-    assert crd_upgrade_names(["z.example.com"], docs) == ["z.example.com"]
-    assert crd_upgrade_names("x.io, y.io\nz.io", docs) == ["x.io", "y.io", "z.io"]  # survey text
-
-
 def test_filter_names():
-    assert sorted(FilterModule().filters()) == ["crd_upgrade_manifests", "crd_upgrade_names", "crd_upgrade_skipped",
-                                                "crd_upgrade_storage_versions"]
+    assert sorted(FilterModule().filters()) == ["crd_upgrade_manifests"]

@@ -63,10 +63,40 @@ def test_globs_are_sorted_and_relative_paths_use_the_base_dir(tmp_path):
     a = write(tmp_path / "crds" / "a.yaml", crd("a.example.com"))
     one = write(tmp_path / "one.yaml", crd("one.example.com"))
     assert expand_paths(["one.yaml", "crds/*"], str(tmp_path)) == [one, a, b]
-    got = read_manifests(["one.yaml", "crds/*.yaml", "crds/none-*.yaml"], base_dir=str(tmp_path))
+    got = read_manifests(["one.yaml", "crds/*.yaml"], base_dir=str(tmp_path))
     assert [m.name for m in got.crds] == ["one.example.com", "a.example.com", "b.example.com"]
     assert read_manifests([one], base_dir="/elsewhere").files == [one]  # absolute paths stay
     assert expand_paths(["~/x.yaml"]) == [os.path.expanduser("~/x.yaml")]
+
+
+def test_relative_paths_resolve_against_the_working_directory(tmp_path, monkeypatch):
+    (tmp_path / "releases" / "n").mkdir(parents=True)
+    crd_file = write(tmp_path / "releases" / "n" / "crd.yaml", crd())
+    monkeypatch.chdir(tmp_path)
+    got = read_manifests(["releases/n/*.yaml"], label="crd_upgrade_release_manifests")
+    assert got.files == [crd_file] and [m.source for m in got.crds] == [crd_file]  # absolute: the file read
+
+
+def test_a_glob_or_path_that_names_no_file_says_where_it_looked(tmp_path, monkeypatch):
+    (tmp_path / "releases" / "n").mkdir(parents=True)
+    write(tmp_path / "releases" / "n" / "crd.yaml", crd())
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(BadInputError) as ei:  # one matching glob does not hide one that matches nothing
+        read_manifests(["releases/n/*.yaml", "releases/next/crds/*.yaml"], label="crd_upgrade_target_manifests")
+    assert str(ei.value) == (
+        "crd_upgrade_target_manifests: releases/next/crds/*.yaml matches no file in %s/releases/next/crds, which "
+        "does not exist; a relative path resolves against the working directory of the run, %s" % (tmp_path, tmp_path))
+    with pytest.raises(BadInputError) as ei:
+        read_manifests(["releases/n/*.yml"], label="l")
+    assert str(ei.value) == ("l: releases/n/*.yml matches no file in %s/releases/n; a relative path resolves against "
+                             "the working directory of the run, %s" % (tmp_path, tmp_path))
+    with pytest.raises(BadInputError) as ei:
+        read_manifests(["crd.yaml"], label="l", base_dir=str(tmp_path / "releases"))
+    assert str(ei.value) == ("l: crd.yaml: no such file (looked for %s/releases/crd.yaml; a relative path resolves "
+                             "against %s/releases)" % (tmp_path, tmp_path))
+    with pytest.raises(BadInputError) as ei:
+        read_manifests([str(tmp_path / "*" / "none.yaml")], label="l")
+    assert str(ei.value) == "l: %s/*/none.yaml matches no file in %s" % (tmp_path, tmp_path)
 
 
 def test_an_apiextensions_v1beta1_crd_is_an_error_naming_file_and_document(tmp_path):
@@ -84,13 +114,17 @@ def test_unreadable_invalid_or_crd_free_manifests_name_the_file(tmp_path):
     bad.write_text("a: [1, 2\n")
     with pytest.raises(BadInputError, match="CRD manifest %s is not valid YAML" % bad):
         read_manifests([str(bad)])
-    with pytest.raises(BadInputError, match="cannot read CRD manifest %s: " % (tmp_path / "nope.yaml")):
+    with pytest.raises(BadInputError, match="manifests: %s: no such file" % (tmp_path / "nope.yaml")):
         read_manifests([str(tmp_path / "nope.yaml")])
+    (tmp_path / "dir.yaml").mkdir()
+    with pytest.raises(BadInputError, match="cannot read CRD manifest %s: " % (tmp_path / "dir.yaml")):
+        read_manifests([str(tmp_path / "dir.yaml")])
     with pytest.raises(BadInputError, match=r"target_manifests\[0\]: expected a file path"):
         read_manifests([42], label="target_manifests")
     only_ns = write(tmp_path / "ns.yaml", NAMESPACE)
     with pytest.raises(BadInputError) as ei:
-        read_manifests([only_ns, str(tmp_path / "none-*.yaml")], label="target_manifests")
-    assert str(ei.value) == ("target_manifests: no CustomResourceDefinition in %s, %s/none-*.yaml; skipped: "
-                             "%s document 0 (Namespace)" % (only_ns, tmp_path, only_ns))
+        read_manifests([only_ns, str(tmp_path / "n*.yaml")], label="target_manifests")
+    skipped = "%s document 0 (Namespace)" % only_ns
+    assert str(ei.value) == ("target_manifests: no CustomResourceDefinition in %s, %s/n*.yaml; skipped: %s, %s"
+                             % (only_ns, tmp_path, skipped, skipped))
     assert read_manifests([]).as_dict() == {"files": [], "crds": [], "skipped": []}  # nothing given: nothing to do

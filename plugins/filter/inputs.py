@@ -1,0 +1,123 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The role's inputs, read and checked once before anything talks to a cluster: the names of the variables
+set, the release manifests (the modules' own reader) and the CRD names.
+
+Bad input is returned as ``errors`` (not raised): the role fails with them in one task, so each is said
+once, with the variable or file and the fix, instead of inside ansible-core's wrappers of a failed
+``set_fact``. Documented in crd_upgrade_inputs.yml.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests import (
+    Skipped, read_manifests, skipped_summary)
+
+ROLE_DOC = "ansible-doc -t role crdops.migration.crd_upgrade"
+
+
+def known_variables(spec: Optional[Mapping[str, Any]], own: Iterable[str] = ()) -> List[str]:
+    """Every option of every entry point of the role's argument spec, and the names the playbooks and the
+    role's results use (``own``; one ending in ``*`` stands for every name that starts with it)."""
+    names = set(own)
+    for entry_point in ((spec or {}).get("argument_specs") or {}).values():
+        names.update((entry_point or {}).get("options") or {})
+    return sorted(names)
+
+
+def unknown_variables(variables: Iterable[str], known: Sequence[str]) -> List[str]:
+    """One message for the variables set that the role does not know, each with the nearest real name."""
+    prefixes = tuple(k[:-1] for k in known if k.endswith("*"))
+    exact = [k for k in known if not k.endswith("*")]
+    unknown = []
+    for name in sorted(set(variables)):
+        if name in exact or (prefixes and name.startswith(prefixes)):
+            continue
+        nearest = difflib.get_close_matches(name, exact, n=1, cutoff=0.6)
+        hint = "did you mean %s?" % nearest[0] if nearest else "no variable of the role is close to it"
+        unknown.append("%s (%s)" % (name, hint))
+    if not unknown:
+        return []
+    return ["unknown variable%s %s: correct or remove %s; every variable: %s" % (
+        "s" if len(unknown) > 1 else "", ", ".join(unknown), "them" if len(unknown) > 1 else "it", ROLE_DOC)]
+
+
+def invalid_values(values: Mapping[str, Any], spec: Optional[Mapping[str, Any]], entry_point: str) -> List[str]:
+    """The role's argument spec checks of the values set, one short message: the setting, what is wrong and
+    where the spec is (not ansible-core's validation task, whose failure prints the whole spec)."""
+    options = ((((spec or {}).get("argument_specs") or {}).get(entry_point) or {}).get("options")) or {}
+    given = {name: value for name, value in (values or {}).items() if name in options}
+    if not given:
+        return []
+    # only the options set: the role's defaults hold the rest, and `required` is checked for what is set
+    checked = {name: dict(options[name], required=False) for name in given}
+    messages = ArgumentSpecValidator(checked).validate(given).error_messages
+    if not messages:
+        return []
+    return ["%s - see %s" % ("; ".join(messages), ROLE_DOC)]
+
+
+def _storage_versions(docs: Sequence[Mapping[str, Any]]) -> Dict[str, Optional[str]]:
+    """``{CRD name: storage version}`` of CRD manifests (None for a CRD without a storage version)."""
+    out: Dict[str, Optional[str]] = {}
+    for doc in docs:
+        versions = (doc.get("spec") or {}).get("versions") or []
+        out[doc["metadata"]["name"]] = next((v.get("name") for v in versions if v.get("storage")), None)
+    return out
+
+
+def _names(given: Any, docs: Sequence[Mapping[str, Any]]) -> List[str]:
+    """The CRDs given (a list, or survey text split on commas, spaces and new lines), or every CRD of ``docs``."""
+    if isinstance(given, str):
+        given = given.replace(",", " ").split()
+    if given:
+        return [str(n) for n in given]
+    return sorted(set(doc["metadata"]["name"] for doc in docs))
+
+
+def _read(items: Any, label: str, errors: List[str]) -> Dict[str, Any]:
+    if isinstance(items, str):
+        items = [items]
+    try:
+        return read_manifests(list(items or []), label=label).as_dict()
+    except BadInputError as exc:
+        errors.append(str(exc))
+        return {"files": [], "crds": [], "skipped": []}
+
+
+def _skipped_line(label: str, skipped: Sequence[Mapping[str, str]]) -> str:
+    summary = skipped_summary([Skipped(source=s["file"], index=s["index"], kind=s["kind"]) for s in skipped])
+    return "%s: %s" % (label, summary) if summary else ""
+
+
+def crd_upgrade_inputs(variables: Iterable[str], release: Any = (), target: Any = (), crd_names: Any = (),
+                       spec: Optional[Mapping[str, Any]] = None, own: Iterable[str] = (),
+                       values: Optional[Mapping[str, Any]] = None, entry_point: str = "main") -> Dict[str, Any]:
+    """Everything init needs from the role's variables, and ``errors`` (empty when all is well)."""
+    errors = unknown_variables(variables, known_variables(spec, own))
+    errors += invalid_values(values or {}, spec, entry_point)
+    rel = _read(release, "crd_upgrade_release_manifests", errors)
+    tgt = _read(target, "crd_upgrade_target_manifests", errors)
+    skipped = [_skipped_line("crd_upgrade_release_manifests", rel["skipped"]),
+               _skipped_line("crd_upgrade_target_manifests", tgt["skipped"])]
+    return {
+        "errors": errors,
+        "release_files": rel["files"], "release_docs": rel["crds"],
+        "target_files": tgt["files"], "target_docs": tgt["crds"],
+        "release_storage": _storage_versions(rel["crds"]),
+        "names": _names(crd_names, rel["crds"] + tgt["crds"]),
+        "skipped": [line for line in skipped if line],
+    }
+
+
+class FilterModule:
+    def filters(self):
+        return {"crd_upgrade_inputs": crd_upgrade_inputs}
