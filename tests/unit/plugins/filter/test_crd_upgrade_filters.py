@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from ansible_collections.crdops.migration.plugins.filter.crd_upgrade import (
-    FilterModule, crd_upgrade_client_records, crd_upgrade_client_summary, crd_upgrade_managed_fields_managers, crd_upgrade_doubts, crd_upgrade_leftovers, crd_upgrade_refusals)
+    FilterModule, crd_upgrade_client_records, crd_upgrade_client_summary, crd_upgrade_doubts, crd_upgrade_leftovers,
+    crd_upgrade_managed_fields_managers, crd_upgrade_refusals)
 
 
 def crd(name="w.example.com", removed=("v1alpha1",), stored=("v1beta1",), valid=True, count=5, target=True,
