@@ -13,6 +13,8 @@ import datetime
 import json
 import re
 
+from ansible_collections.crdops.migration.plugins.module_utils._crdops import fleet_report
+
 
 class AnsibleFilterError(ValueError):
     """A bad value given to a filter. Not ansible.errors': importing controller code here changes how the
@@ -80,16 +82,7 @@ def crd_upgrade_iso_utc(epoch):
 
 def crd_upgrade_fleet_summary(clusters):
     """Counts over the per-cluster results of a fleet report."""
-    clusters = list(clusters or [])
-
-    def total(key):
-        return sum(int((c.get("totals") or {}).get(key) or 0) for c in clusters)
-
-    summary = {"clusters": len(clusters)}
-    for status in STATUSES:
-        summary[status.replace(" ", "_")] = sum(1 for c in clusters if c.get("status") == status)
-    summary.update(objects=total("objects"), rewritten=total("rewritten"), failed_objects=total("failed"))
-    return summary
+    return fleet_report.summarize([fleet_report.enrich(c) for c in clusters or []])
 
 
 def _rank(cluster):
@@ -97,9 +90,13 @@ def _rank(cluster):
     return 0 if cluster.get("status") == "not run" else 1
 
 
-def crd_upgrade_report_merge(reports, title=None, generated=None):
+def crd_upgrade_report_merge(reports, title=None, generated=None, run=None):
     """One fleet report from the reports of the slices of a run (files or set_stats artifacts)."""
-    reports = [r for r in (reports or []) if isinstance(r, dict)]
+    newest = {}
+    for index, report in enumerate(r for r in (reports or []) if isinstance(r, dict)):
+        # reports come oldest first: a slice that ran again counts once, with its newest report
+        newest[str(report.get("slice") or "") or index] = report
+    reports = list(newest.values())
     if not reports:
         raise AnsibleFilterError("crd_upgrade_report_merge: no slice report to merge")
     by_name = {}
@@ -109,14 +106,24 @@ def crd_upgrade_report_merge(reports, title=None, generated=None):
             if name not in by_name or _rank(cluster) >= _rank(by_name[name]):
                 by_name[name] = cluster
     clusters = [by_name[name] for name in sorted(by_name)]
-    return {
+    return fleet_report.build(clusters, {
         "title": title or reports[0].get("title"),
         "generated": generated or crd_upgrade_iso_utc(datetime.datetime.now(datetime.timezone.utc).timestamp()),
         "check_mode": any(bool(r.get("check_mode")) for r in reports),
         "slices": sorted(str(r.get("slice") or "") for r in reports),
-        "summary": crd_upgrade_fleet_summary(clusters),
-        "clusters": clusters,
-    }
+        "run": run or {}})
+
+
+def crd_upgrade_fleet_report(clusters, title, generated, slice="", run=None):
+    """The fleet report from per-cluster results (crd_upgrade_report_clusters): summary, headline, failures first
+    with phase, cause and next step, one line per cluster, then each cluster's details (docs/report.md)."""
+    return fleet_report.build(list(clusters or []), {"title": title, "generated": generated, "slice": str(slice or ""),
+                                                     "check_mode": False, "run": run or {}})
+
+
+def crd_upgrade_result_lines(result):
+    """A cluster's ``crd_upgrade_result`` for the console: status line, one line per CRD that changed or will."""
+    return fleet_report.result_lines(result or {})
 
 
 class FilterModule:
@@ -127,4 +134,6 @@ class FilterModule:
             "crd_upgrade_iso_utc": crd_upgrade_iso_utc,
             "crd_upgrade_fleet_summary": crd_upgrade_fleet_summary,
             "crd_upgrade_report_merge": crd_upgrade_report_merge,
+            "crd_upgrade_fleet_report": crd_upgrade_fleet_report,
+            "crd_upgrade_result_lines": crd_upgrade_result_lines,
         }

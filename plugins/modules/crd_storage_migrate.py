@@ -384,6 +384,14 @@ crds:
       type: list
       elements: dict
       returned: always
+    dry_run_latency_ms:
+      description:
+        - With O(sample_only), the mean latency of one C(dryRun=All) no-op write of the sample, in milliseconds
+          (null when no object was sampled). The role's plan estimates a re-store's duration from it when no
+          earlier pass left a pace in the migration record.
+      type: float
+      returned: always
+      version_added: 1.1.0
     managed_fields_rewritten:
       description:
         - C(metadata.managedFields) entries whose C(apiVersion) was another version of the CRD's group, set to the

@@ -49,7 +49,7 @@ def test_fleet_upgrade_with_the_shipped_clusterrole(cluster, kube, group, tmp_pa
     assert crd["status"]["storedVersions"] == ["v1beta1"]
     final = scan_storage(cluster.etcd_url, group, s.plural)
     assert final.counts == {s.new(): 80}
-    report = json.loads(next(report_dir.glob("*.json")).read_text())
+    report = json.loads(next((report_dir / "latest").glob("*.json")).read_text())
     text = json.dumps(report) + proc.stdout
     assert token not in text
     assert "least-privilege" in json.dumps(report)

@@ -92,7 +92,7 @@ def test_a_release_bundle_with_a_namespace_and_a_deployment_upgrades(cluster, ku
     for bundle in (release_n, release_next):
         assert (f"2 documents skipped (not CRDs): {bundle} document 0 (Namespace), {bundle} document 4 "
                 "(Deployment)") in proc.stdout, proc.stdout[-6000:]
-    report = json.loads(next((tmp_path / "r").glob("*.json")).read_text())
+    report = json.loads(next((tmp_path / "r" / "latest").glob("*.json")).read_text())
     (result,) = report["clusters"]
     assert result["status"] == "ok", result
     assert result["phases_done"] == ["init", "preflight", "discover", "storage_flip", "barrier", "restore", "verify",

@@ -46,5 +46,5 @@ def test_a_refused_release_is_not_half_applied(cluster, kube, group, tmp_path):
         assert [v["name"] for v in crd["spec"]["versions"]] == ["v1alpha1", "v1beta1"], s.crd_name
         # the earlier phases did their part: migrated and trimmed
         assert crd["status"]["storedVersions"] == ["v1beta1"]
-    report = json.loads(next((tmp_path / "r").glob("*.json")).read_text())
+    report = json.loads(next((tmp_path / "r" / "latest").glob("*.json")).read_text())
     assert "upgrade" in json.dumps(report)

@@ -228,7 +228,8 @@ def run_migration(transport: Transport, crds: List[Crd], options: RunOptions,
         check_removed_versions(crd, options.restore.removed_versions, transport.cluster_label)
     progress.state["crds_total"] = len(crds)
     carry = PaceCarry(options.restore.pace, options.restore.workers, options.pace_start)
-    for crd in crds:
+    for index, crd in enumerate(crds, start=1):
+        progress.state["crd_index"] = index  # the CRD the next progress reports are about
         lease = None if check_mode else take_lease(transport, crd, options)
         gate = carry.gate()
         try:

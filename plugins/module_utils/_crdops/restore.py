@@ -46,7 +46,7 @@ from .object_write import (  # noqa: F401 - outcome kinds and restore_object are
     restore_object,
 )
 from .pace import GENTLE, PACE_MODES, PaceGate, pace_gate
-from .preflight import predict_rejections
+from .preflight import predict_rejections, timed_rejections
 from .stop import StopSignal
 from .record import (
     CARRIED_COUNTS,
@@ -141,6 +141,7 @@ class CrdResult:
     object_count: Optional[int] = None  # sample_only: the count the sample's LIST gave (remainingItemCount)
     sampled: bool = False  # sample_only: listed and planned only the first objects
     pace: Optional[Dict[str, Any]] = None  # the limiter's state at the end (pace.py)
+    dry_run_latency_ms: Optional[float] = None  # sample_only: mean latency of one dry-run write (the plan's estimate)
     # per manager: entries translated, rewritten, dropped, kept unmappable, untouched (mf_report.py)
     managed_fields_report: Dict[str, Any] = field(default_factory=dict)
     field_mappings: List[Dict[str, Any]] = field(default_factory=list)  # how each old version maps (webhook)
@@ -170,6 +171,7 @@ class CrdResult:
             "managed_fields_dropped": self.managed_fields_dropped,
             "objects_with_stale_managed_fields": self.objects_with_stale_managed_fields,
             "managed_fields_only": self.managed_fields_only, "pace": self.pace,
+            "dry_run_latency_ms": self.dry_run_latency_ms,
             **self.managed_fields_report, "field_mappings": list(self.field_mappings),
         }
 
@@ -318,7 +320,8 @@ class RestorePass:
         if self.probe is not None:
             self.probe(self.crd, refs)
         if not self.mf_only and self.options.preflight_sample > 0:
-            r.predicted_rejections = predict_rejections(self.transport, self.crd, refs, self.options.preflight_sample)
+            r.predicted_rejections, r.dry_run_latency_ms = timed_rejections(self.transport, self.crd, refs,
+                                                                            self.options.preflight_sample)
         self.plan_managed_fields(refs)
 
     def resume_from_checkpoint(self) -> None:
