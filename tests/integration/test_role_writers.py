@@ -104,7 +104,7 @@ def test_a_client_writing_at_the_removed_version_is_named_and_refused_unless_acc
     crd = kube.get_crd(s.crd_name)
     assert [v["name"] for v in crd["spec"]["versions"]] == ["v1beta1"]
     assert entries_at(kube, s, "v1alpha1") == []
-    report = json.loads(next((tmp_path / "accepted" / "report").glob("*.json")).read_text())
+    report = json.loads(sorted((tmp_path / "accepted" / "report").rglob("fleet-report.json"))[0].read_text())
     [result] = [c for c in report["clusters"] if c["cluster"] == "mf-cluster"]
     assert result["broken_clients_accepted"] is True
     named = [c for c in result["broken_clients"] if c.get("manager") == WRITER]
