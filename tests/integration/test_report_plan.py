@@ -132,7 +132,7 @@ def test_reports_never_overwrite_each_other(fleet):
     assert failed["failures"] and all("crd_upgrade_workers" in f["cause"] and f["phase"] == "init"
                                       for f in failed["failures"]), failed
     # a run stopped before any cluster recorded a result: its folder says it recorded none
-    assert fleet["stopped"].returncode != 0 and "abc" in fleet["stopped"].stdout
+    assert fleet["stopped"].returncode != 0 and "abc" in fleet["stopped"].stdout + fleet["stopped"].stderr
     nothing = _report(stopped)
     assert nothing["clusters"] == [] and nothing["run"]["outcome"].startswith("no result"), nothing["run"]
     assert "no result" in (stopped / "fleet-report.md").read_text()
