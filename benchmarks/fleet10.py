@@ -76,7 +76,7 @@ def inventory(clusters, release: tuple[Path, Path], report_dir: Path) -> dict:
     return {"all": {"children": {"clusters": {"hosts": hosts, "vars": {
         "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
         "crd_upgrade_release_manifests": [str(release[0])], "crd_upgrade_target_manifests": [str(release[1])],
-        "crd_upgrade_settle_seconds": 1, "crd_upgrade_progress_interval": 1}}},
+        "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_progress_interval": 1}}},
         "vars": {"crd_upgrade_report_dir": str(report_dir)}}}
 
 

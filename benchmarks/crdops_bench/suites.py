@@ -194,7 +194,7 @@ class Runner:
         with ThreadPoolExecutor(len(members)) as ex:
             list(ex.map(lambda ck: data.seed(ck[1], ck[0].etcd_url, group, n), members))
         task = {"kubeconfig": "{{ kc }}", "context": "{{ ctx }}", "names": [data.crd_name(group)],
-                "workers": self.args.best_workers, "max_qps": self.args.fleet_qps}
+                "workers": self.args.best_workers, "max_qps": self.args.fleet_qps, "drain_window": 1}
         play = [{"name": "bench", "hosts": "all", "gather_facts": False,
                  "tasks": [{"name": "migrate", "crdops.migration.crd_storage_migrate": task}]}]
         inventory = {"all": {"hosts": {h: {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",

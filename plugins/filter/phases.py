@@ -164,8 +164,17 @@ def _client(c):
                                         "stale_objects", "managers", "broken_clients", "by_manager"))
 
 
+def _followed(result, followed):
+    """Paths crd_release_follow removed from each live CRD (after release N, then N+1), in order."""
+    for record in followed or []:
+        entry = result.by_name.get(record.get("name"))
+        if entry is not None and record.get("removed"):
+            entry["crd_fields_removed"] = list(entry.get("crd_fields_removed") or []) + [
+                r.get("path") if isinstance(r, dict) else r for r in record["removed"]]
+
+
 def crd_upgrade_result_crds(plan, migrated=(), verified=(), trimmed=(), etcd=(), upgraded=(), read_back=None,
-                            check_mode=False, diff=(), client_check=()):
+                            check_mode=False, diff=(), client_check=(), followed=()):
     """One entry per CRD of the plan for ``crd_upgrade_result.crds``, from each phase's record.
 
     ``migrated`` is crd_storage_migrate's ``crds``, ``verified`` and ``upgraded`` crd_storage_info's after the
@@ -192,6 +201,7 @@ def crd_upgrade_result_crds(plan, migrated=(), verified=(), trimmed=(), etcd=(),
     result.overlay(trimmed, lambda t: {"trimmed": t.get("changed"), "stored_after": t.get("stored_versions_after")})
     result.overlay(etcd, lambda e: {"etcd": _etcd(e, e.get("want"))})
     result.overlay(upgraded, lambda c: {"upgraded": True, "read_back": (read_back or {}).get(c["name"])})
+    _followed(result, followed)
     return result.values()
 
 

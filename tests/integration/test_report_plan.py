@@ -37,7 +37,7 @@ def _inventory(tmp: Path, cluster, dirty, clean) -> Path:
     (release_next / "crd.yaml").write_text(yaml.safe_dump(crd_at(dirty, "v1beta1", served=("v1beta1",))))
     base = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
             "crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0],
-            "crd_upgrade_settle_seconds": 0, "crd_upgrade_lease_wait": 5}
+            "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_lease_wait": 5}
     hosts = {
         "dirty": dict(base, crd_upgrade_release_manifests=[str(release_n / "*.yaml")],
                       crd_upgrade_target_manifests=[str(release_next / "*.yaml")],
@@ -132,7 +132,7 @@ def test_reports_never_overwrite_each_other(fleet):
     assert failed["failures"] and all("crd_upgrade_workers" in f["cause"] and f["phase"] == "init"
                                       for f in failed["failures"]), failed
     # a run stopped before any cluster recorded a result: its folder says it recorded none
-    assert fleet["stopped"].returncode != 0 and "abc" in fleet["stopped"].stdout
+    assert fleet["stopped"].returncode != 0 and "abc" in fleet["stopped"].stdout + fleet["stopped"].stderr
     nothing = _report(stopped)
     assert nothing["clusters"] == [] and nothing["run"]["outcome"].startswith("no result"), nothing["run"]
     assert "no result" in (stopped / "fleet-report.md").read_text()

@@ -157,7 +157,7 @@ def crd_line(d: Dict[str, Any]) -> str:
 _CRD_KEYS = ("new", "stored_before", "stored_after", "storage_before", "storage_version", "objects", "listed",
              "rewritten", "unchanged", "gone", "failed", "duration_s", "skipped", "first_failure", "trimmed", "etcd",
              "upgraded", "removed_versions", "proof", "managed_fields", "storage_diff", "client_check", "plan",
-             "writers")
+             "writers", "crd_fields_removed")
 _CLUSTER_KEYS = ("status", "failed_phase", "error", "duration_s", "crds", "totals")
 
 

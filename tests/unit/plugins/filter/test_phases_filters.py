@@ -154,6 +154,16 @@ def test_check_mode_result_is_the_plan_and_claims_nothing_done():
     assert a["plan"]["to_restore"] == 200
 
 
+def test_fields_the_release_follow_removed_are_listed_per_crd():
+    plan = crd_upgrade_plan([live("a.io", ["v1"], "v1")], ["a.io"], {"a.io": "v2"})
+    followed = [{"name": "a.io", "removed": [{"path": "spec.conversion"}]}, {"name": "b.io", "removed": ["x"]},
+                {"name": "a.io", "removed": [{"path": "spec.versions[v1].deprecated"}]}, {"name": "a.io", "removed": []}]
+    (a,) = crd_upgrade_result_crds(plan, followed=followed)
+    assert a["crd_fields_removed"] == ["spec.conversion", "spec.versions[v1].deprecated"]
+    (a,) = crd_upgrade_result_crds(plan)
+    assert "crd_fields_removed" not in a
+
+
 def test_filter_names():
     assert sorted(FilterModule().filters()) == [
         "crd_upgrade_etcd_mismatches", "crd_upgrade_etcd_records", "crd_upgrade_flipped", "crd_upgrade_plan",

@@ -25,6 +25,7 @@ def cluster(stored=("v1", "v2")):
 
 
 def run(c, check_mode=False, **kw):
+    kw = dict(dict(drain_window=0, confirm_passes=0), **kw)  # the drain and the proof have tests of their own
     options = RunOptions(restore=RestoreOptions(page_size=2, workers=2, check_mode=check_mode), **kw)
     return run_migration(c, [get_crd(c, NAME)], options, {c.base_url: c}, ProgressFile(None, "t", check_mode, print))
 
