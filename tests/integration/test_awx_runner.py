@@ -36,7 +36,7 @@ def releases(tmp_path: Path, s, name: str = "rel") -> dict:
     (release_next / "crd.yaml").write_text(yaml.safe_dump(crd_at(s, "v1beta1", served=("v1beta1",))))
     return {"crd_upgrade_release_manifests": [str(release_n / "*.yaml")],
             "crd_upgrade_target_manifests": [str(release_next / "*.yaml")],
-            "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1}
+            "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0}
 
 
 def project_releases(project: Path, s, name: str) -> dict:

@@ -200,7 +200,7 @@ def role_round(pair, index: int, endpoints: bool, tmp_path: Path) -> Outcome:
             "crd_upgrade_kubeconfig": str(pair.kubeconfig), "crd_upgrade_context": pair.lb_context,
             "crd_upgrade_release_manifests": [str(folder / "release-n" / "*.yaml")],
             "crd_upgrade_target_manifests": [str(folder / "release-next" / "*.yaml")],
-            "crd_upgrade_crd_names": [r.crd_name], "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1,
+            "crd_upgrade_crd_names": [r.crd_name], "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0,
             "crd_upgrade_barrier_timeout": 30}
     if endpoints:
         host[ROLE_ENDPOINTS] = [kas.url for kas in pair.apiservers]

@@ -71,7 +71,7 @@ def test_unconfirmed_404_is_a_failure_not_gone(binaries, cluster, kube, group, f
             "crd_upgrade_kubeconfig": str(kubeconfig), "crd_upgrade_context": "front",
             "crd_upgrade_release_manifests": [str(release_n / "*.yaml")],
             "crd_upgrade_target_manifests": [str(release_next / "*.yaml")],
-            "crd_upgrade_crd_names": [s.crd_name], "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1}}}}}}
+            "crd_upgrade_crd_names": [s.crd_name], "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0}}}}}}
         (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
         extra = json.dumps({"crd_upgrade_waves": [1], "crd_upgrade_report_dir": str(tmp_path / "report")})
         proc = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(REPO / "playbooks" / "fleet_upgrade.yml"),

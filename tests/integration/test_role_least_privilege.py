@@ -31,7 +31,7 @@ def test_fleet_upgrade_with_the_shipped_clusterrole(cluster, kube, group, tmp_pa
         "crd_upgrade_release_manifests": [str(release_n / "*.yaml")],
         "crd_upgrade_target_manifests": [str(release_next / "*.yaml")],
         "crd_upgrade_crd_names": [s.crd_name],
-        "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1}}}}}}
+        "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0}}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     extra_vars = json.dumps({"crd_upgrade_waves": [1], "crd_upgrade_report_dir": str(report_dir)})
     proc = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(REPO / "playbooks" / "fleet_upgrade.yml"),

@@ -35,7 +35,7 @@ def run_role(cluster, tmp_path, s: Seeded, release_n: dict | None, release_next:
             "crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0],
             "crd_upgrade_release_manifests": [str(files["release"])] if "release" in files else [],
             "crd_upgrade_target_manifests": [str(files["target"])],
-            "crd_upgrade_crd_names": [s.crd_name], "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1}
+            "crd_upgrade_crd_names": [s.crd_name], "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0}
     host.update(host_vars)
     inventory = {"all": {"children": {"clusters": {"hosts": {"mf-cluster": host}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))

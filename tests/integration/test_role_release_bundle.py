@@ -81,7 +81,7 @@ def test_a_release_bundle_with_a_namespace_and_a_deployment_upgrades(cluster, ku
         "crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0],
         "crd_upgrade_release_manifests": [str(release_n)],
         "crd_upgrade_target_manifests": [str(tmp_path / "gateway-api-v1.2.*.manifest")],
-        "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1}}}}}}
+        "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0}}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     extra_vars = json.dumps({"crd_upgrade_waves": [1], "crd_upgrade_report_dir": str(tmp_path / "r")})
     proc = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(REPO / "playbooks" / "fleet_upgrade.yml"),

@@ -32,7 +32,7 @@ def test_a_refused_release_is_not_half_applied(cluster, kube, group, tmp_path):
         "crd_upgrade_release_manifests": [str(release_n / "*.yaml")],
         "crd_upgrade_target_manifests": [str(release_next / "*.yaml")],
         "crd_upgrade_crd_names": [widgets.crd_name, gadgets.crd_name],
-        "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1}}}}}}
+        "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0}}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     extra_vars = json.dumps({"crd_upgrade_waves": [1], "crd_upgrade_report_dir": str(tmp_path / "r")})
     proc = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(REPO / "playbooks" / "fleet_upgrade.yml"),

@@ -272,7 +272,7 @@ def test_whole_role_at_vvvv_never_prints_the_token(cluster, kube, group, tmp_pat
     host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
             "crd_upgrade_release_manifests": [str(release_n / "*.yaml")],
             "crd_upgrade_target_manifests": [str(release_next / "*.yaml")],
-            "crd_upgrade_crd_names": [s.crd_name], "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1}
+            "crd_upgrade_crd_names": [s.crd_name], "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0}
     env = ansible_env()
     if given == "crd_upgrade_auth.api_key":
         host["crd_upgrade_auth"] = token_args(cluster, token)
