@@ -12,7 +12,6 @@ version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
 requirements:
-  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
   - orjson (optional, faster JSON decoding on the hot path)
 description:
   - Lists the objects of each selected CRD (metadata only, in pages) and sends each one an empty
@@ -77,10 +76,7 @@ attributes:
       - Plan only. Lists and counts the objects (and probes conversion webhooks), writes nothing.
       - Plans the HA barrier too; when a real run would stop before the first write, it warns and says why in
         RV(barrier.refusal) (RV(barrier.mode=refused)) instead of failing.
-  diff_mode:
-    support: none
   idempotent:
-    support: full
     details: A second run finds a valid record and skips the CRD.
 options:
   page_size:
