@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import re
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops import fleet_report, report_runs
@@ -126,10 +127,23 @@ def crd_upgrade_result_lines(result):
     return fleet_report.result_lines(result or {})
 
 
-def crd_upgrade_report_prune(names, keep, current="", latest=""):
-    """The run folders among ``names`` beyond the newest ``keep`` (``crd_upgrade_report_keep``), oldest first;
-    never ``current``, ``latest``'s target or a name the role did not make."""
-    return report_runs.runs_to_prune(names or [], keep, current=current or "", latest=latest or "")
+def crd_upgrade_report_prune(root, keep, current=""):
+    """The run folders in the report directory ``root`` beyond the newest ``keep`` (``crd_upgrade_report_keep``),
+    oldest first; never ``current``, the folder ``latest`` points at, a link or a name the role did not make.
+
+    Read here on the controller, where the reports are, instead of by a find and a stat task: this runs at
+    the start of every playbook run, and nothing else on the controller needs the listing.
+    """
+    if not report_runs.keep_count(keep):
+        return []   # keep all, or a keep the role's input check refuses: no need to read the directory
+    try:
+        entries = list(os.scandir(root))
+    except FileNotFoundError:
+        return []
+    folders = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+    link = os.path.join(root, "latest")
+    latest = os.path.basename(os.path.normpath(os.readlink(link))) if os.path.islink(link) else ""
+    return report_runs.runs_to_prune(folders, keep, current=current or "", latest=latest)
 
 
 class FilterModule:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.crdops.migration.plugins.filter.fleet import FilterModule
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.report_runs import runs_to_prune as prune
 
-prune = FilterModule().filters()["crd_upgrade_report_prune"]
+prune_dir = FilterModule().filters()["crd_upgrade_report_prune"]
 
 RUNS = ["20261201T080000.000Z", "20261201T090000.000Z-check", "20261201T100000.000Z-slice-1",
         "20261201T100000.001Z-slice-a_b.c", "20261201T110000.000Z-merged", "20261201T120000.000Z-check-merged-slice-2"]
@@ -37,3 +38,14 @@ def test_the_current_run_and_latest_target_stay_even_when_old():
 @pytest.mark.parametrize("keep", [0, "0", -1, "-1", "abc", 2.5, True, None])
 def test_zero_keeps_all_and_a_keep_that_is_not_a_count_deletes_nothing(keep):
     assert prune(RUNS + FOREIGN, keep) == []
+
+
+def test_the_filter_reads_the_directory_folders_only_and_spares_latest_and_current(tmp_path):
+    for name in RUNS + ["notes"]:
+        (tmp_path / name).mkdir()
+    (tmp_path / "20000101T000000.000Z").write_text("a file named like a run")
+    (tmp_path / "20000101T000001.000Z").symlink_to(tmp_path / "notes")   # a link named like a run
+    (tmp_path / "latest").symlink_to(RUNS[1])
+    assert prune_dir(str(tmp_path), 2, current=RUNS[0]) == [RUNS[2], RUNS[3]]
+    assert prune_dir(str(tmp_path), "0") == [] and prune_dir(str(tmp_path), -1) == []
+    assert prune_dir(str(tmp_path / "none-yet"), 1) == []
