@@ -11,8 +11,6 @@ short_description: Prove that server-side apply clients still work on the object
 version_added: 1.1.0
 author:
   - crdops.migration contributors (@crdops)
-requirements:
-  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
 description:
   - For a sample of the objects of each selected CRD, applies as each field manager with an C(Apply) entry in
     C(metadata.managedFields) the fields that manager owns with one value it owns changed, with server-side
@@ -46,13 +44,6 @@ extends_documentation_fragment:
   - crdops.migration._selection
   - crdops.migration._attributes
   - crdops.migration._attributes.actiongroup_crdops
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
 options:
   check:
     description:

@@ -12,7 +12,6 @@ version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
 requirements:
-  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
   - PyYAML >= 6.0 (reads target_manifests given as file paths)
   - urllib3 (a dependency of kubernetes; reads etcd's grpc-gateway when O(etcd_url) is given)
   - orjson (optional, faster JSON decoding)
@@ -34,13 +33,6 @@ extends_documentation_fragment:
   - crdops.migration._etcd
   - crdops.migration._attributes
   - crdops.migration._attributes.actiongroup_crdops
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
 options:
   target_manifests:
     description:

@@ -12,7 +12,6 @@ version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
 requirements:
-  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
   - orjson (optional, faster JSON decoding on the hot path)
 description:
   - Lists the objects of each selected CRD (metadata only, in pages) and sends each one an empty
@@ -77,10 +76,7 @@ attributes:
       - Plan only. Lists and counts the objects (and probes conversion webhooks), writes nothing.
       - Plans the HA barrier too; when a real run would stop before the first write, it warns and says why in
         RV(barrier.refusal) (RV(barrier.mode=refused)) instead of failing.
-  diff_mode:
-    support: none
   idempotent:
-    support: full
     details: A second run finds a valid record and skips the CRD.
 options:
   page_size:
@@ -213,7 +209,7 @@ options:
     description:
       - Path of a JSON file rewritten (atomically) after every page, for polling an C(async) task from outside.
     type: path
-  # --- heartbeat of a background pass (issue 12, runner) ---
+  # --- heartbeat of an async pass: the writes stop once the playbook that follows the job is gone ---
   heartbeat_file:
     description:
       - For an C(async) task - a file the playbook touches while it follows the job. Before every write the
@@ -263,7 +259,7 @@ options:
     elements: str
     default: []
     version_added: 1.1.0
-  # --- one pass per CRD at a time (issue 11) ---
+  # --- one pass per CRD at a time (the pass Lease) ---
   lease_namespace:
     description:
       - Namespace of the C(coordination.k8s.io/v1) Lease C(crdops-pass-<crd name>) that a pass holds while it writes
@@ -282,7 +278,7 @@ options:
         apiserver's clock, so the default V(60) lets a rerun right after a kill proceed.
     type: float
     default: 60
-  # --- supervision (issue 11) ---
+  # --- supervision: the pass runs in ansible-playbook's worker, prints progress and stops when it is stopped ---
   progress_interval:
     description:
       - Seconds between progress lines (percent of the discovered object count, rate, ETA) printed while the pass
@@ -683,10 +679,10 @@ OPTIONS = dict(
     sample_only=dict(type="bool", default=False),
     lease_namespace=dict(type="str", default="default"),
     lease_wait=dict(type="float", default=60),
-    # heartbeat of a background pass (issue 12, runner)
+    # heartbeat of an async pass: the writes stop once the playbook that follows the job is gone
     heartbeat_file=dict(type="path"),
     heartbeat_timeout=dict(type="float", default=30),
-    # --- supervision (issue 11): used by the controller-side action plugin, ignored by the module itself ---
+    # --- supervision: used by the controller-side action plugin, ignored by the module itself ---
     progress_interval=dict(type="float", default=10),
     run_on_controller=dict(type="str", choices=["auto", "never"], default="auto"),
     time_limit=dict(type="float"),

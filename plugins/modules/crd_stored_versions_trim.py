@@ -11,8 +11,6 @@ short_description: Trim a CRD's status.storedVersions, only with proof of a comp
 version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
-requirements:
-  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
 description:
   - Sets C(status.storedVersions) of each selected CRD to its storage version (or removes only O(versions)).
   - Requires a valid migration record written by M(crdops.migration.crd_storage_migrate) after a complete
@@ -28,11 +26,7 @@ extends_documentation_fragment:
   - crdops.migration._attributes
   - crdops.migration._attributes.actiongroup_crdops
 attributes:
-  check_mode:
-    support: full
   diff_mode:
-    support: full
-  idempotent:
     support: full
 options:
   versions:

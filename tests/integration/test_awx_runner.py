@@ -168,7 +168,7 @@ def s_count(s, seeds) -> int:
 
 def test_cancel_through_ansible_runner_stops_the_writes(cluster, kube, group, tmp_path, monkeypatch):
     """The cancel reaches the re-store, which runs in ansible-playbook's worker (the action plugin of
-    crd_storage_migrate, issue 11): the writes stop and stay stopped."""
+    crd_storage_migrate, not an async job in a session of its own): the writes stop and stay stopped."""
     awx.clean_process_env(monkeypatch)
     # the writes must stop within `settle` seconds of the cancel (the re-store checks its stop flag between writes)
     total, qps, settle = 1500, 25, 8

@@ -112,7 +112,8 @@ def record_of(kube: Kube, s: Seeded) -> dict | None:
     return json.loads(text) if text else None
 
 
-# the rows: commits 2.5 s and 6.9 s after the flip, and after a pass (at barrier_settle 0) has written them
+# objects whose updates the webhook holds: they commit 2.5 s and 6.9 s after the flip, and (t9.5) after a pass
+# (at barrier_settle 0) has written them
 ROWS = {"obj-000002": "t2.5", "obj-000005": "t2.5", "obj-000008": "t6.9", "obj-000011": "t6.9",
         "obj-000014": "t9.5", "obj-000017": "t9.5"}
 

@@ -8,7 +8,7 @@ storage flips to v2 (release N = v1 + v2, storage v2), and the migration runs at
 release N+1 (v2 only). B learns the flip late: a write through it is encoded at v1 (when v2 was already
 served) or answered 404 (when v2 is new), unless the barrier waits for it.
 
-Pass (issue 10 B): with every apiserver named, every round ends ok with 100% of keys at v2 in etcd; without
+Pass (the trim guard holds on any topology): with every apiserver named, every round ends ok with 100% of keys at v2 in etcd; without
 them, every round either fails closed with nothing trimmed and every object readable, or ends ok with 100%.
 Every round is judged by reading every etcd key of the CRD (proof by bytes) and a LIST through A.
 

@@ -1,4 +1,5 @@
-"""A 404 on a re-store write is not proof that the object is gone (issue 10, finding 2).
+"""A 404 on a re-store write is not proof that the object is gone: counted as gone, it let the trim through
+while the object stayed stored at the old version.
 
 A TLS front (tests/controlplane/fault_front.py) in the kubeconfig forwards to a real apiserver but answers
 1 in 4 re-store PATCHes at the new version itself, in the forms a real topology produces: the plain-text

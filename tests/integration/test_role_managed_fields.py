@@ -1,4 +1,4 @@
-"""Clients keep working after the role (issue 10 A): objects server-side applied at v1alpha1 by two managers,
+"""Clients keep working after the role: objects server-side applied at v1alpha1 by two managers,
 the role run with release N (v1alpha1 + v1beta1, storage v1beta1) and N+1 (v1beta1 only). Afterwards:
 (1) each original manager's apply at v1beta1 succeeds, (2) ownership survived: a third manager's non-forced
 apply that changes a field of the first gets 409 naming that manager, (3) re-applying an unchanged manifest is

@@ -1,4 +1,4 @@
-"""A release as projects ship it: one file holding the CRDs next to a Namespace and a Deployment (issue 14).
+"""A release as projects ship it: one file holding the CRDs next to a Namespace and a Deployment.
 
 The role reads such a bundle for release N and N+1, applies only its CRDs, and reports the documents it
 skipped. The run goes through every phase on a real kube-apiserver + etcd with gateway-api's own CRDs:

@@ -1,4 +1,4 @@
-"""Stop means stop (issue 11, DESIGN invariant 11): Ctrl-C, SIGTERM and SIGKILL of ansible-playbook during a
+"""Stop means stop (DESIGN invariant 11): Ctrl-C, SIGTERM and SIGKILL of ansible-playbook during a
 re-store stop the writes within 10 s, trim nothing, and a rerun resumes and completes.
 
 One CRD of COUNT objects (seeded straight into etcd, as the benchmark does), a playbook calling

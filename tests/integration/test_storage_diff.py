@@ -1,4 +1,4 @@
-"""What the re-store changes in etcd beyond apiVersion (issue 10 D), on a real kube-apiserver + etcd.
+"""What the re-store changes in etcd beyond apiVersion, on a real kube-apiserver + etcd.
 
 The API shows objects with the storage version's defaults applied and unknown fields pruned already
 when it reads them, so only etcd shows what a re-store persists or deletes. These tests predict it

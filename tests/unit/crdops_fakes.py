@@ -44,6 +44,22 @@ def not_found(group, plural, name):
                   details={"name": name, "group": group, "kind": plural})
 
 
+class Clock:
+    """A monotonic clock and its sleep, driven by the test: ``clock()`` reads ``t``; ``clock.sleep(s)`` records ``s``
+    in ``sleeps`` and moves ``t`` on by it."""
+
+    def __init__(self, t=100.0):
+        self.t = t
+        self.sleeps = []
+
+    def __call__(self):
+        return self.t
+
+    def sleep(self, s):
+        self.sleeps.append(s)
+        self.t += s
+
+
 def make_crd(name="crontabs.stable.example.com", versions=(("v1", True, False), ("v2", True, True)),
              stored=("v1", "v2"), scope="Namespaced", generation=2, conversion=None, annotations=None,
              labels=None):

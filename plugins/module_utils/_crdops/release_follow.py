@@ -36,6 +36,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .crd import crd_path
 from .errors import CrdOpsError
+from .selection import get_crd_raw
 from .transport import Transport, dumps, error_from_response
 
 JSON_PATCH = "application/json-patch+json"
@@ -174,14 +175,6 @@ def _declared_state(crd: Mapping[str, Any]) -> Tuple[Any, Any, Any]:
     return crd.get("spec"), meta.get("labels"), meta.get("annotations")
 
 
-def _get(transport: Transport, name: str) -> Dict[str, Any]:
-    resp = transport.request("GET", crd_path(name))
-    if not resp.ok:
-        raise error_from_response(resp, "GET CRD", cluster=transport.cluster_label, crd=name)
-    raw: Dict[str, Any] = resp.json()
-    return raw
-
-
 def _patch(transport: Transport, name: str, resource_version: str, removals: List[Dict[str, Any]],
            field_manager: str, dry_run: bool = False) -> Tuple[bool, Dict[str, Any]]:
     """(applied?, the CRD after). Not applied: the ``test`` failed because the CRD changed since it was read."""
@@ -209,7 +202,7 @@ def follow_release(transport: Transport, previous: Mapping[str, Any], applied: M
     name = str(applied["metadata"]["name"])
     result = FollowResult(name=name, dropped_by_release=[dotted(p) for p in dropped_paths(previous, applied)])
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        live = _get(transport, name)
+        live = get_crd_raw(transport, name)
         rv = str((live.get("metadata") or {}).get("resourceVersion") or "")
         result.attempts, result.resource_version_before = attempt, rv
         result.removed = plan_removal(live, previous, applied)

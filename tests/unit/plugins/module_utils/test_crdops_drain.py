@@ -15,20 +15,9 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors im
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.pass_lease import PassLease
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.stop import StopSignal
-from tests.unit.crdops_fakes import FakeCluster, _micro_time
+from tests.unit.crdops_fakes import Clock, FakeCluster, _micro_time
 
 NAME = "crontabs.stable.example.com"
-
-
-class Clock:
-    def __init__(self):
-        self.t = 100.0
-
-    def __call__(self):
-        return self.t
-
-    def sleep(self, s):
-        self.t += s
 
 
 def flipped(c: FakeCluster, seconds_ago: float) -> None:

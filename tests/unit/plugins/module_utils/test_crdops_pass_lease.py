@@ -16,23 +16,10 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.pass_leas
     LeaseError, LeaseHeldError, PassLease, lease_name)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions, migrate_crd
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
-from tests.unit.crdops_fakes import FakeCluster, status
+from tests.unit.crdops_fakes import Clock, FakeCluster, status
 
 NAME = "crontabs.stable.example.com"
 KEY = ("default", "crdops-pass-" + NAME)
-
-
-class Clock:
-    """A local monotonic clock and sleep the test drives."""
-
-    def __init__(self):
-        self.t = 100.0
-
-    def __call__(self):
-        return self.t
-
-    def sleep(self, s):
-        self.t += s
 
 
 def cluster(n=6):
