@@ -25,6 +25,7 @@ PLURALS = ("certificaterequests", "certificates", "issuers")
 NAMESPACE = "cm-e2e"
 CSR = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlJQ3ZEQ0NBYVFDQVFBd0R6RU5NQXNHQTFVRUF3d0VkR1Z6ZERDQ0FTSXcK"
 COUNTS = {"certificates": 6, "issuers": 3, "certificaterequests": 3}
+SELF_SIGNED = "bootstrap-selfsigned"  # the third Issuer
 
 
 @pytest.fixture()
@@ -63,8 +64,15 @@ def _certificate(i: int) -> dict:
                      "keySize": 256, "renewBefore": "240h", "issuerRef": {"name": "issuer-0", "kind": "Issuer"}}}
 
 
+def _self_signed_issuer(version: str, spec: dict) -> dict:
+    return {"apiVersion": f"{GROUP}/{version}", "kind": "Issuer",
+            "metadata": {"name": SELF_SIGNED, "namespace": NAMESPACE}, "spec": spec}
+
+
 def _write_objects(kube) -> None:
-    """Half by server-side apply (manager `kubectl`, as `kubectl apply --server-side`), half by POST."""
+    """Half the Certificates by server-side apply (manager `kubectl`, as `kubectl apply --server-side`), half by
+    POST; the bootstrap Issuer `spec: {selfSigned: {}}` by server-side apply (its entry owns a struct and none of
+    its fields: `f:spec: {f:selfSigned: {}}`), the other Issuers by POST."""
     for i in range(COUNTS["certificates"]):
         path = objects_path(GROUP, "v1alpha2", "certificates", NAMESPACE)
         if i % 2:
@@ -72,11 +80,14 @@ def _write_objects(kube) -> None:
         else:
             kube.request("PATCH", f"{path}/cert-{i}", json.dumps(_certificate(i)).encode(),
                          "application/apply-patch+yaml", query={"fieldManager": "kubectl"})
-    for i in range(COUNTS["issuers"]):
+    for i in range(COUNTS["issuers"] - 1):
         kube.request("POST", objects_path(GROUP, "v1alpha2", "issuers", NAMESPACE),
                      {"apiVersion": f"{GROUP}/v1alpha2", "kind": "Issuer",
                       "metadata": {"name": f"issuer-{i}", "namespace": NAMESPACE},
                       "spec": {"ca": {"secretName": f"ca-key-pair-{i}"}}})
+    kube.request("PATCH", objects_path(GROUP, "v1alpha2", "issuers", NAMESPACE, SELF_SIGNED),
+                 json.dumps(_self_signed_issuer("v1alpha2", {"selfSigned": {}})).encode(),
+                 "application/apply-patch+yaml", query={"fieldManager": "kubectl"})
     for i in range(COUNTS["certificaterequests"]):
         kube.request("POST", objects_path(GROUP, "v1alpha2", "certificaterequests", NAMESPACE),
                      {"apiVersion": f"{GROUP}/v1alpha2", "kind": "CertificateRequest",
@@ -106,6 +117,8 @@ def test_cert_manager_upgrade_to_v171_leaves_no_conversion_and_every_key_at_v1(
     total = sum(COUNTS.values())
     before = {p: scan_storage(cluster.etcd_url, GROUP, p).counts for p in PLURALS}
     assert before == {p: {f"{GROUP}/v1alpha2": COUNTS[p]} for p in PLURALS}, before
+    (applied,) = kube.get(objects_path(GROUP, "v1alpha2", "issuers", NAMESPACE, SELF_SIGNED))["metadata"]["managedFields"]
+    assert applied["fieldsV1"] == {"f:spec": {"f:selfSigned": {}}}, applied  # a struct with none of its fields
     proc = run_role(cluster, tmp_path, cm_webhook, installed, release_n)
     assert proc.returncode == 0, proc.stdout[-8000:]
     # the storage diff after the flip compared every sampled object; with v1.6.1 through cert-manager's webhook
@@ -133,6 +146,7 @@ def test_cert_manager_upgrade_to_v171_leaves_no_conversion_and_every_key_at_v1(
     assert cert["spec"]["privateKey"] == {"algorithm": "ECDSA", "size": 256}
     assert cert["spec"]["commonName"] == "svc-2.example.com" and cert["spec"]["renewBefore"].startswith("240h")
     _ownership_kept(kube)
+    _self_signed_ownership_kept(kube, applied)
 
 
 KEPT_PATHS = ("f:commonName", "f:dnsNames", "f:issuerRef", "f:renewBefore")  # the same paths at v1alpha2 and v1
@@ -167,3 +181,18 @@ def _ownership_kept(kube) -> None:
             _apply_v1(kube, name, "argocd", f"other-{name}.example.com")
         message = conflict.value.body["message"]  # 'Apply failed with 2 conflicts: conflicts with "kubectl": ...'
         assert conflict.value.status == 409 and 'with "kubectl"' in message and ".spec.commonName" in message
+
+
+def _self_signed_ownership_kept(kube, applied: dict) -> None:
+    """The bootstrap Issuer's `kubectl` entry owns the struct `spec.selfSigned` at v1 (its manager, operation and
+    time kept), and a re-apply at v1 that declares `ca` instead prunes `selfSigned`: only an owner's apply does."""
+    path = objects_path(GROUP, "v1", "issuers", NAMESPACE, SELF_SIGNED)
+    issuer = kube.get(path)
+    mf = issuer["metadata"]["managedFields"]
+    assert [e["manager"] for e in mf] == ["kubectl"], mf
+    (entry,) = mf
+    assert entry == dict(applied, apiVersion=f"{GROUP}/v1"), (applied, entry)  # manager, operation, time, paths
+    switched = kube.request("PATCH", path, json.dumps(_self_signed_issuer("v1", {"ca": {"secretName": "root-ca"}})
+                                                      ).encode(),
+                            "application/apply-patch+yaml", query={"fieldManager": "kubectl"})
+    assert switched["spec"] == {"ca": {"secretName": "root-ca"}}, switched["spec"]
