@@ -13,7 +13,7 @@ import datetime
 import json
 import re
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops import fleet_report
+from ansible_collections.crdops.migration.plugins.module_utils._crdops import fleet_report, report_runs
 
 
 class AnsibleFilterError(ValueError):
@@ -126,6 +126,12 @@ def crd_upgrade_result_lines(result):
     return fleet_report.result_lines(result or {})
 
 
+def crd_upgrade_report_prune(names, keep, current="", latest=""):
+    """The run folders among ``names`` beyond the newest ``keep`` (``crd_upgrade_report_keep``), oldest first;
+    never ``current``, ``latest``'s target or a name the role did not make."""
+    return report_runs.runs_to_prune(names or [], keep, current=current or "", latest=latest or "")
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -136,4 +142,5 @@ class FilterModule:
             "crd_upgrade_report_merge": crd_upgrade_report_merge,
             "crd_upgrade_fleet_report": crd_upgrade_fleet_report,
             "crd_upgrade_result_lines": crd_upgrade_result_lines,
+            "crd_upgrade_report_prune": crd_upgrade_report_prune,
         }

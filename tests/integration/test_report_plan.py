@@ -25,6 +25,9 @@ from tests.integration.modrun import REPO, ansible_playbook
 from tests.integration.seed import crd_at, seed_old_objects
 
 OBJECTS = 6
+# folders named as the role names its run folders, older than this module's runs; and names it did not make
+OLD_RUNS = ["20000101T000000.000Z", "20000101T000001.000Z-check-slice-x"]
+FOREIGN = ["notes", "20000101T000000.000Z.bak"]
 # CRDOPS_REPORT_SCREENS=<dir>: keep the first screens of the 3- and 100-cluster reports there (PNG, 1280x800)
 SCREENS = os.environ.get("CRDOPS_REPORT_SCREENS")
 
@@ -66,19 +69,28 @@ def fleet(cluster, kube, tmp_path_factory):
     clean = seed_old_objects(kube, group, 2, plural="gadgets", kind="Gadget", flip=False)
     inventory = _inventory(tmp, cluster, dirty, clean)
     runs = {}
-    # 1. the plan (check mode); the default report dir, relative: the working directory's crdops-report
-    runs["audit"] = _play(inventory, "fleet_audit.yml", tmp)
+    # run folders of earlier runs, and the user's own entries that crd_upgrade_report_keep must never touch
+    root = tmp / "crdops-report"
+    for name in OLD_RUNS + FOREIGN:
+        (root / name).mkdir(parents=True)
+        (root / name / "fleet-report.json").write_text("{}")
+    # 1. the plan (check mode); the default report dir, relative: the working directory's crdops-report.
+    # Keeping 1 run folder: a check run deletes nothing and says what would go
+    runs["audit"] = _play(inventory, "fleet_audit.yml", tmp, "-e", "crd_upgrade_report_keep=1")
+    runs["after_audit"] = sorted(p.name for p in root.iterdir())
     runs["audit_folder"] = (tmp / "crdops-report" / "latest").resolve()
     runs["audit_files"] = {p.name: p.read_bytes() for p in runs["audit_folder"].iterdir()}
     # 2. a run whose role input fails its check, before any cluster did anything; one whose waves are not valid
     # (ansible-core stops the play before its first task)
-    runs["invalid"] = _play(inventory, "fleet_upgrade.yml", tmp, "-e", "crd_upgrade_workers=many")
+    runs["invalid"] = _play(inventory, "fleet_upgrade.yml", tmp, "-e", "crd_upgrade_workers=many",
+                            "-e", "crd_upgrade_report_keep=-1")
     runs["invalid_folder"] = (tmp / "crdops-report" / "latest").resolve()
     runs["stopped"] = _play(inventory, "fleet_upgrade.yml", tmp, "-e", "crd_upgrade_waves=abc")
     runs["stopped_folder"] = (tmp / "crdops-report" / "latest").resolve()
     # 3. the upgrade, one wave, the broken cluster may fail without stopping the others
+    runs["before_upgrade"] = sorted(p.name for p in root.iterdir())
     runs["upgrade"] = _play(inventory, "fleet_upgrade.yml", tmp, "-e", json.dumps(
-        {"crd_upgrade_waves": [3], "crd_upgrade_max_fail_percentage": 100}))
+        {"crd_upgrade_waves": [3], "crd_upgrade_max_fail_percentage": 100, "crd_upgrade_report_keep": 4}))
     runs["upgrade_folder"] = (tmp / "crdops-report" / "latest").resolve()
     return dict(runs, tmp=tmp, dirty=dirty, clean=clean, etcd_url=cluster.etcd_url, kube=kube)
 
@@ -142,6 +154,16 @@ def test_reports_never_overwrite_each_other(fleet):
     assert nothing["clusters"] == [] and nothing["run"]["outcome"].startswith("no result"), nothing["run"]
     assert "no result" in (stopped / "fleet-report.md").read_text()
     assert (root / "latest").resolve() == upgrade
+    # crd_upgrade_report_keep: the check run (keep 1) and the run whose keep is -1 deleted nothing; the upgrade
+    # (keep 4) deleted the run folders beyond the newest 4 and nothing else
+    assert fleet["after_audit"] == sorted(OLD_RUNS + FOREIGN + ["latest", audit.name])
+    assert f"would delete 2 run folder(s) older than the newest 1 in {root}: {', '.join(OLD_RUNS)}" in \
+        " ".join(fleet["audit"].stdout.split()), fleet["audit"].stdout[-3000:]
+    assert fleet["before_upgrade"] == sorted(OLD_RUNS + FOREIGN + ["latest", audit.name, invalid.name, stopped.name])
+    assert sorted(p.name for p in root.iterdir()) == sorted(
+        FOREIGN + ["latest", audit.name, invalid.name, stopped.name, upgrade.name])
+    assert "deleted 2 run folder(s) older than the newest 4" in fleet["upgrade"].stdout, fleet["upgrade"].stdout[-3000:]
+    assert "crd_upgrade_report_keep: '-1' is not a number of run folders to keep" in fleet["invalid"].stdout
     done = _report(upgrade)
     assert done["run"]["outcome"] == "failed: 1 of 3 clusters failed" and not done["check_mode"]
 

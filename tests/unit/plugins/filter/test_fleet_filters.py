@@ -75,4 +75,5 @@ def test_merge_of_nothing_is_an_error():
 def test_filters_are_registered():
     assert set(FilterModule().filters()) == {"crd_upgrade_waves", "crd_upgrade_percent", "crd_upgrade_iso_utc",
                                              "crd_upgrade_fleet_summary", "crd_upgrade_report_merge",
-                                             "crd_upgrade_fleet_report", "crd_upgrade_result_lines"}
+                                             "crd_upgrade_fleet_report", "crd_upgrade_result_lines",
+                                             "crd_upgrade_report_prune"}
