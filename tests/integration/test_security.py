@@ -291,7 +291,7 @@ def test_whole_role_at_vvvv_never_prints_the_token(cluster, kube, group, tmp_pat
     assert proc.returncode == 0, proc.stdout[-5000:]
     assert scan_storage(cluster.etcd_url, group, s.plural).counts == {s.new(): 12}
     assert len(out.splitlines()) > 2000, "not a -vvvv run"   # module invocations, connection details
-    files = [p for p in (tmp_path / "progress").rglob("*") if p.is_file()] + list((tmp_path / "report").rglob("*"))
+    files = [p for folder in ("progress", "report") for p in (tmp_path / folder).rglob("*") if p.is_file()]
     assert len(list((tmp_path / "report" / "latest").glob("fleet-report.*"))) == 3
     texts = {str(p): p.read_text(errors="replace") for p in files}
     texts["ansible-playbook -vvvv output"] = out

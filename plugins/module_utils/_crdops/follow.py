@@ -52,7 +52,13 @@ def progress_line(state: Dict[str, Any], total: Optional[int]) -> Optional[str]:
                 position, int(state.get("crds_total") or 1), cur["crd"], done, expected, pct,
                 cur.get("rewritten") or 0, cur.get("unchanged") or 0, cur.get("gone") or 0, cur.get("failed") or 0,
                 cur.get("skipped_by_checkpoint") or 0, rate, eta, "; " + pace if pace else "",
-                " [plan only]" if cur.get("check_mode") else ""))
+                " [plan only]" if cur.get("check_mode") else _kind_of_pass(cur)))
+
+
+def _kind_of_pass(cur: Dict[str, Any]) -> str:
+    """The pass after the re-store that proves it (proof.py) lists every object again: say so, or its second run
+    from 0 to 100% reads as a restart."""
+    return " [confirming pass: no-op writes, nothing to re-store]" if cur.get("confirming") else ""
 
 
 def crd_position(state: Dict[str, Any]) -> int:

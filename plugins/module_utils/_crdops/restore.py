@@ -614,7 +614,7 @@ class RestorePass:
                        "managed_fields_rewritten": r.managed_fields_rewritten,
                        "managed_fields_dropped": r.managed_fields_dropped,
                        "objects_with_stale_managed_fields": r.objects_with_stale_managed_fields,
-                       "managed_fields_only": self.mf_only,
+                       "managed_fields_only": self.mf_only, "confirming": self.confirming,
                        "objects_per_s": round(self.done() / elapsed, 1), "check_mode": self.options.check_mode,
                        "pace": self.pace.snapshot()})
 
