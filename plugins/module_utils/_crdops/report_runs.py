@@ -34,8 +34,8 @@ def runs_to_prune(names: Iterable[str], keep: Any, current: str = "", latest: st
     """The run folders among ``names`` older than the newest ``keep``, oldest first. None for keep 0, and
     none for a keep that is not a count: deleting on a value the role's input check will refuse is not safe."""
     count = keep_count(keep)
-    if not count:
+    if count is None or count <= 0:
         return []
     runs = sorted(name for name in set(names) if RUN_ID.fullmatch(name))
     spared = {current, latest}
-    return [name for name in runs[:-count] if name not in spared]
+    return [name for name in runs[:max(len(runs) - count, 0)] if name not in spared]
