@@ -54,8 +54,9 @@ def removal_words(entry: Mapping[str, Any]) -> str:
     the field, why it goes, who owned it, and the fields other tools wrote inside it that go with it."""
     why = []
     if entry.get("declared_by") or entry.get("not_declared_by"):
-        why.append("declared by %s, not by %s" % (entry.get("declared_by") or "the release before",
-                                                   entry.get("not_declared_by") or "the release applied"))
+        before = entry.get("declared_by") or "the release before"
+        applied = entry.get("not_declared_by") or "the release applied"
+        why.append("declared by %s, not by %s" % (before, applied))
     if entry.get("owners"):
         why.append("owned by %s" % ", ".join(str(o) for o in entry["owners"]))
     if entry.get("injected"):
