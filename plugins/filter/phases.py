@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops import fleet_report
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.follow_report import removals_by_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release_follow import dropped_paths, pair_manifests
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.run_plan import plan_of
 
 _NOT_YET = ("stored_after", "listed", "rewritten", "unchanged", "gone", "failed", "duration_s", "objects_per_s",
@@ -176,6 +177,14 @@ def _followed(result, followed):
             result.by_name[name]["crd_fields_removed"] = removed
 
 
+def crd_upgrade_follow_names(applied, previous, live):
+    """Names of the CRDs in both releases, live now, of which ``previous`` declares something ``applied`` does not:
+    the only CRDs following ``applied`` can change (a CRD whose release drops nothing has nothing left over)."""
+    live = set(live or [])
+    return [str(a["metadata"]["name"]) for p, a in pair_manifests(previous or [], applied or [])
+            if a["metadata"]["name"] in live and dropped_paths(p, a)]
+
+
 def crd_upgrade_result_crds(plan, migrated=(), verified=(), trimmed=(), etcd=(), upgraded=(), read_back=None,
                             check_mode=False, diff=(), client_check=(), followed=()):
     """One entry per CRD of the plan for ``crd_upgrade_result.crds``, from each phase's record.
@@ -277,6 +286,7 @@ class FilterModule:
         return {
             "crd_upgrade_plan": crd_upgrade_plan,
             "crd_upgrade_flipped": crd_upgrade_flipped,
+            "crd_upgrade_follow_names": crd_upgrade_follow_names,
             "crd_upgrade_etcd_records": crd_upgrade_etcd_records,
             "crd_upgrade_result_crds": crd_upgrade_result_crds,
             "crd_upgrade_report_clusters": crd_upgrade_report_clusters,

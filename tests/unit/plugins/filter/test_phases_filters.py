@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from ansible_collections.crdops.migration.plugins.filter.phases import (
-    FilterModule, crd_upgrade_etcd_mismatches, crd_upgrade_etcd_records, crd_upgrade_flipped, crd_upgrade_plan,
+    FilterModule, crd_upgrade_etcd_mismatches, crd_upgrade_etcd_records, crd_upgrade_flipped, crd_upgrade_follow_names,
+    crd_upgrade_plan,
     crd_upgrade_plan_line, crd_upgrade_report_clusters, crd_upgrade_result_crds, crd_upgrade_still_stored,
     crd_upgrade_storage_removed, crd_upgrade_unrecorded)
 
@@ -181,6 +182,22 @@ def test_fields_the_release_follow_removed_are_listed_per_crd():
     assert "crd_fields_removed" not in a
 
 
+def _manifest(name, **spec):
+    return {"metadata": {"name": name}, "spec": dict({"group": "x.io", "versions": [{"name": "v1"}]}, **spec)}
+
+
+def test_only_crds_whose_release_drops_something_are_followed():
+    previous = [_manifest("a.x.io", conversion={"strategy": "Webhook"}), _manifest("b.x.io"),
+                _manifest("c.x.io", names={"shortNames": ["c"]}), _manifest("gone.x.io", conversion={})]
+    # a.io drops spec.conversion, c.io its short names; b.io drops nothing (a list that changes is still declared)
+    applied = [_manifest("a.x.io"), _manifest("b.x.io", versions=[{"name": "v2"}]), _manifest("c.x.io", names={}),
+               _manifest("new.x.io")]
+    assert crd_upgrade_follow_names(applied, previous, ["a.x.io", "b.x.io", "c.x.io", "new.x.io"]) == [
+        "a.x.io", "c.x.io"]
+    assert crd_upgrade_follow_names(applied, previous, ["c.x.io"]) == ["c.x.io"]   # a.io does not exist (yet)
+    assert crd_upgrade_follow_names(applied, [], ["a.x.io"]) == []
+
+
 def test_check_mode_plan_says_what_following_the_releases_would_remove():
     preview = [_follow("a.io", [{"path": "spec.conversion", "owners": ["cainjector (Update)", "kubectl-create (Update)"],
                                  "injected": ["spec.conversion.webhook.clientConfig.caBundle"]}],
@@ -208,6 +225,7 @@ def test_check_mode_plan_says_what_following_the_releases_would_remove():
 
 def test_filter_names():
     assert sorted(FilterModule().filters()) == [
-        "crd_upgrade_etcd_mismatches", "crd_upgrade_etcd_records", "crd_upgrade_flipped", "crd_upgrade_plan",
+        "crd_upgrade_etcd_mismatches", "crd_upgrade_etcd_records", "crd_upgrade_flipped", "crd_upgrade_follow_names",
+        "crd_upgrade_plan",
         "crd_upgrade_plan_line", "crd_upgrade_report_clusters", "crd_upgrade_result_crds", "crd_upgrade_still_stored",
         "crd_upgrade_storage_removed", "crd_upgrade_unrecorded"]
