@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ansible_collections.crdops.migration.plugins.filter.crd_upgrade import (
-    FilterModule, crd_upgrade_client_summary, crd_upgrade_doubts, crd_upgrade_leftovers, crd_upgrade_refusals)
+    crd_upgrade_client_summary, crd_upgrade_doubts, crd_upgrade_leftovers, crd_upgrade_refusals)
 
 
 def crd(name="w.example.com", removed=("v1alpha1",), stored=("v1beta1",), valid=True, count=5, target=True,
@@ -50,8 +50,3 @@ def test_client_summary():
         "a: 60 objects listed, 10 checked, 20 applies and 0 probes (managers x, y)",
         "b: 60 objects listed, 10 checked, 20 applies and 0 probes (managers x, y), FAILED: 2 failed, "
         "60 objects with entries at removed versions"]
-
-
-def test_filter_names():
-    assert sorted(FilterModule().filters()) == ["crd_upgrade_client_summary", "crd_upgrade_doubts",
-                                                "crd_upgrade_leftovers", "crd_upgrade_refusals"]

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ansible_collections.crdops.migration.plugins.filter.phases import (
-    FilterModule, crd_upgrade_etcd_mismatches, crd_upgrade_etcd_records, crd_upgrade_flipped, crd_upgrade_plan,
+    crd_upgrade_etcd_mismatches, crd_upgrade_etcd_records, crd_upgrade_flipped, crd_upgrade_plan,
     crd_upgrade_plan_line, crd_upgrade_report_clusters, crd_upgrade_result_crds, crd_upgrade_still_stored,
     crd_upgrade_storage_removed, crd_upgrade_unrecorded)
 
@@ -110,10 +110,3 @@ def test_what_stops_verify():
          "mismatched_keys": [], "mismatched": 0, "verified": True}])
     assert crd_upgrade_etcd_mismatches(records) == [
         "a.io 4 of 5 keys not at g/v2 {'g/v1': 4, 'g/v2': 1} (e.g. /k1, /k2, /k3)"]
-
-
-def test_filter_names():
-    assert sorted(FilterModule().filters()) == [
-        "crd_upgrade_etcd_mismatches", "crd_upgrade_etcd_records", "crd_upgrade_flipped", "crd_upgrade_plan",
-        "crd_upgrade_plan_line", "crd_upgrade_report_clusters", "crd_upgrade_result_crds", "crd_upgrade_still_stored",
-        "crd_upgrade_storage_removed", "crd_upgrade_unrecorded"]

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from ansible_collections.crdops.migration.plugins.filter.storage_diff import (
-    FilterModule, storage_diff_lines, storage_diff_pruning, storage_diff_pruning_message)
+    storage_diff_lines, storage_diff_pruning, storage_diff_pruning_message)
 
 CHECKED = {"name": "widgets.example.com", "storage_diff": {
     "checked": True, "storage_version": "v2", "keys": 40, "sampled": 20, "compared": 20, "would_change": 20,
@@ -39,7 +39,3 @@ def test_plan_lines_say_what_is_added_removed_and_what_was_not_checked():
         "apiVersion; adds (defaults persisted) .status.conditions (2 of 2)",
         "x.example.com: stored values not checked (no etcd_url: not read)"]
     assert "skipped gone: 1" in storage_diff_lines([CHECKED])[0]
-
-
-def test_filters_are_registered():
-    assert set(FilterModule().filters()) == {"storage_diff_pruning", "storage_diff_lines", "storage_diff_pruning_message"}
