@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything the project needs on a fresh machine: the Python venv of a CI leg with its pinned
 # dependencies (CRDOPS_LEG, see tools/env.sh), the control-plane binaries (built from Go modules, cached
-# by version), the Debian packages some tests use, and this collection, linked where Ansible finds it.
+# by version), the real clients the tests drive (kubectl, Flux's apply library; also built from Go modules),
+# the Debian packages some tests use, and this collection, linked where Ansible finds it.
 # Safe to rerun: cached pieces are skipped.
 #   tools/setup.sh [--with-kcm]      CRDOPS_LEG=2.16 tools/setup.sh   (the oldest-ansible leg)
 set -euo pipefail
@@ -92,6 +93,12 @@ fi
 
 echo "== control plane binaries"
 "$REPO_ROOT/tests/controlplane/build.sh" "$@"
+# kubectl and Flux's apply library, the real clients of the tests (tests/clients: one binary, cached by version)
+echo "== real clients"
+"$REPO_ROOT/tests/clients/build.sh"
+# cert-manager's own conversion webhook (tests/certmanager): ~4 minutes cold on 2 cores, then cached
+echo "== cert-manager webhook"
+"$REPO_ROOT/tests/certmanager/build.sh"
 
 # The collection is found under ansible_collections/crdops/migration; link the working tree there.
 mkdir -p "$ANSIBLE_HOME"

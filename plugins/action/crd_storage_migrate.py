@@ -20,13 +20,13 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops import connection as _connection
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.follow import ProgressFollower, run_followed
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.stop import StopSignal, Supervision
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import (
     argument_spec, failure, redact, restated, validate_args)
 from ansible_collections.crdops.migration.plugins.modules.crd_storage_migrate import OPTIONS, migrate
+from ansible_collections.crdops.migration.plugins.plugin_utils.job_on_controller import why_not_here
 
 display = Display()
 
@@ -45,19 +45,7 @@ class ActionModule(ActionBase):
 
     def not_on_controller(self):
         """Why this task must run as a module (None when the pass can run here)."""
-        if self._task.args.get("run_on_controller", "auto") == "never":
-            return "run_on_controller=never"
-        if self._task.async_val:
-            return "async"
-        if getattr(self._connection, "transport", None) != "local":
-            return "connection %s" % getattr(self._connection, "transport", "?")
-        if self._play_context.become:
-            return "become"
-        if any(self._task.environment or []):  # K8S_AUTH_* set with `environment:` reach a module, not this process
-            return "task environment"
-        if not _connection.HAS_KUBERNETES:
-            return "no kubernetes library on the controller"
-        return None
+        return why_not_here(self._task, self._connection, self._play_context)
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)

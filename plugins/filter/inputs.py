@@ -100,18 +100,22 @@ def _skipped_line(label: str, skipped: Sequence[Mapping[str, str]]) -> str:
 
 def crd_upgrade_inputs(variables: Iterable[str], release: Any = (), target: Any = (), crd_names: Any = (),
                        spec: Optional[Mapping[str, Any]] = None, own: Iterable[str] = (),
-                       values: Optional[Mapping[str, Any]] = None, entry_point: str = "main") -> Dict[str, Any]:
+                       values: Optional[Mapping[str, Any]] = None, entry_point: str = "main",
+                       installed: Any = ()) -> Dict[str, Any]:
     """Everything init needs from the role's variables, and ``errors`` (empty when all is well)."""
     errors = unknown_variables(variables, known_variables(spec, own))
     errors += invalid_values(values or {}, spec, entry_point)
     rel = _read(release, "crd_upgrade_release_manifests", errors)
     tgt = _read(target, "crd_upgrade_target_manifests", errors)
+    # the release in place before the run: what it declares and release N drops is removed after the flip
+    before = _read(installed, "crd_upgrade_installed_manifests", errors)
     skipped = [_skipped_line("crd_upgrade_release_manifests", rel["skipped"]),
                _skipped_line("crd_upgrade_target_manifests", tgt["skipped"])]
     return {
         "errors": errors,
         "release_files": rel["files"], "release_docs": rel["crds"],
         "target_files": tgt["files"], "target_docs": tgt["crds"],
+        "installed_docs": before["crds"],
         "release_storage": _storage_versions(rel["crds"]),
         "names": _names(crd_names, rel["crds"] + tgt["crds"]),
         "skipped": [line for line in skipped if line],

@@ -22,10 +22,15 @@ def storage_diff_pruning(crds: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     out = []
     for crd in crds or []:
         diff = crd.get("storage_diff") or {}
-        if diff.get("checked") and diff.get("removed"):
-            out.append({"name": crd.get("name"), "removed": dict(diff["removed"]),
+        # objects the diff could not compare (stored at a version not served, webhook not reachable) are a
+        # loss that cannot be ruled out: they stop the run like pruning does, never silently
+        if diff.get("checked") and (diff.get("removed") or diff.get("unverified")):
+            removed = dict(diff.get("removed") or {})
+            out.append({"name": crd.get("name"), "removed": removed,
                         "compared": diff.get("compared", 0), "keys": diff.get("key_count", diff.get("keys", 0)),
-                        "examples": {p: (diff.get("examples") or {}).get(p, []) for p in diff["removed"]}})
+                        "examples": {p: (diff.get("examples") or {}).get(p, []) for p in removed},
+                        "unverified": diff.get("unverified"),
+                        "not_compared": (diff.get("skipped") or {}).get("webhook_version_not_served", 0)})
     return out
 
 
@@ -46,8 +51,13 @@ def storage_diff_lines(crds: List[Dict[str, Any]]) -> List[str]:
                            ("changed", "changes")):
             if diff.get(what):
                 parts.append("%s %s" % (verb, _paths(diff[what], diff.get("compared", 0))))
+        if diff.get("compared_by_conversion_review"):
+            parts.append("%d stored at a version not served compared through the conversion webhook"
+                         % diff["compared_by_conversion_review"])
         if diff.get("skipped"):
             parts.append("skipped %s" % ", ".join("%s: %d" % kv for kv in sorted(diff["skipped"].items())))
+        if diff.get("unverified"):
+            parts.append("NOT COMPARED: %s" % diff["unverified"])
         lines.append("; ".join(parts))
     return lines
 
@@ -56,8 +66,12 @@ def storage_diff_pruning_message(pruning: List[Dict[str, Any]], cluster: str) ->
     items = []
     for c in pruning or []:
         example = next((e for p in sorted(c["examples"]) for e in c["examples"][p]), None)
-        items.append("%s: %s%s" % (c["name"], _paths(c["removed"], c["compared"]),
-                                   " (e.g. %s)" % example if example else ""))
+        if c["removed"]:
+            items.append("%s: %s%s" % (c["name"], _paths(c["removed"], c["compared"]),
+                                       " (e.g. %s)" % example if example else ""))
+        if c.get("unverified"):
+            items.append("%s: %d sampled objects could not be compared, so a loss cannot be ruled out (%s)"
+                         % (c["name"], c.get("not_compared") or 0, c["unverified"]))
     return ("cluster %s: the re-store would delete stored fields that the storage version's schema no longer "
             "has, and a rollback could not bring them back: %s. Nothing was written. Set "
             "crd_upgrade_accept_pruning: true to accept the loss." % (cluster, "; ".join(items)))

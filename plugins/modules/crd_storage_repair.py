@@ -105,6 +105,33 @@ options:
     description: Seconds to wait, after each CRD edit, until every object can be listed again.
     type: float
     default: 60
+  diff_sample:
+    description:
+      - With O(etcd_url), once the added versions make the objects readable and before the re-store writes any,
+        this many stored objects are compared with what the re-store would store (RV(crds[].storage_diff), as
+        M(crdops.migration.crd_storage_info) does). Stored fields it would delete for good, or objects it could
+        not compare, stop the repair unless O(accept_pruning). V(0) turns the comparison off (reported).
+    type: int
+    default: 20
+    version_added: 1.1.0
+  accept_pruning:
+    description: Re-store even when the storage diff shows stored fields the re-store deletes for good.
+    type: bool
+    default: false
+    version_added: 1.1.0
+  lease_namespace:
+    description:
+      - Namespace of the pass Lease C(crdops-pass-<crd>) the repair holds from its first CRD edit to its last, the
+        Lease of M(crdops.migration.crd_storage_migrate); a repair never interleaves with a re-store or another
+        repair of the same CRD.
+    type: str
+    default: default
+    version_added: 1.1.0
+  lease_wait:
+    description: Seconds to wait for a pass Lease held by another run before failing with its holder.
+    type: float
+    default: 60
+    version_added: 1.1.0
 seealso:
   - module: crdops.migration.crd_storage_migrate
   - module: crdops.migration.crd_stored_versions_trim
@@ -172,6 +199,20 @@ crds:
       returned: with O(etcd_url) and a pass
     readable_after: {description: Objects listed after the added versions were removed again., type: int, returned: always}
     warnings: {description: For example that a conversion webhook must convert the added versions., type: list, elements: str, returned: always}
+    storage_diff:
+      description: The storage diff before the re-store (see O(diff_sample)); C(checked=false) with C(reason) without etcd.
+      type: dict
+      returned: when a repair ran
+    versions_owners:
+      description:
+        - The managers owning C(spec.versions) before the repair (C(owners_before)), after its edits (C(owners_after_edit))
+          and after it gave the list back (C(owners_now)); C(changed) when managedFields were rewritten for that.
+      type: dict
+      returned: when a repair ran
+    lease:
+      description: The pass Lease held during the repair (as in M(crdops.migration.crd_storage_migrate)).
+      type: dict
+      returned: when a repair ran
 repaired:
   description: Names of the CRDs repaired (in check mode - that would be).
   returned: always
@@ -185,9 +226,9 @@ cluster:
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import (
     ETCD_ARG_SPEC, Job, argument_spec, run_module)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import EtcdReader
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import EtcdSampler
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair import (
-    RepairOptions, etcd_scanner, repair_crd)
+    RepairOptions, etcd_scanner, repair_crd, storage_differ)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions
 
 OPTIONS = dict(
@@ -199,6 +240,10 @@ OPTIONS = dict(
     max_qps=dict(type="float"),
     retry_deadline=dict(type="float", default=120),
     wait_timeout=dict(type="float", default=60),
+    diff_sample=dict(type="int", default=20),
+    accept_pruning=dict(type="bool", default=False),
+    lease_namespace=dict(type="str", default="default"),
+    lease_wait=dict(type="float", default=60),
     **ETCD_ARG_SPEC
 )
 
@@ -211,6 +256,7 @@ class Repair(Job):
         p = self.params
         self.options = RepairOptions(
             versions=tuple(p["versions"] or ()), check_mode=self.check_mode, wait_timeout=p["wait_timeout"],
+            accept_pruning=p["accept_pruning"], lease_namespace=p["lease_namespace"], lease_wait=p["lease_wait"],
             previous_manifests=tuple(p["previous_manifests"] or ()),  # a path's ~ is expanded where the file is read
             restore=RestoreOptions(page_size=p["page_size"], workers=p["workers"], pace=p["pace"],
                                    check_mode=self.check_mode, preflight_sample=0))
@@ -218,9 +264,12 @@ class Repair(Job):
         self.require_etcd_client()
 
     def run(self, transport, crds):
-        reader = self.etcd(EtcdReader)
+        reader = self.etcd(EtcdSampler)  # reads every key (the scans) and a sample (the storage diff)
+        differ = storage_differ(transport, reader, self.params["etcd_prefix"], self.params["diff_sample"]) \
+            if reader else None
         for crd in crds:
-            res = repair_crd(transport, crd.name, self.options, etcd_scan=etcd_scanner(reader) if reader else None)
+            res = repair_crd(transport, crd.name, self.options, etcd_scan=etcd_scanner(reader) if reader else None,
+                             storage_diff=differ)
             self.result["crds"].append(res.to_dict())
             if res.changed:
                 self.result["changed"] = True

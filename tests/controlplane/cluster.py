@@ -110,6 +110,9 @@ class KubeAPIServer:
                 "--disable-admission-plugins=ServiceAccount", "--allow-privileged=true",
                 # several apiservers share 127.0.0.1 here: no fight over the default/kubernetes endpoints
                 "--endpoint-reconciler-type=none",
+                # a `service:` webhook is reached at its endpoints, not its ClusterIP: no kube-proxy routes
+                # ClusterIPs here (webhook.publish_as_service)
+                "--enable-aggregator-routing=true",
                 *self.extra_args]
         if self.hostname:
             # the apiserver identity lease is keyed by hostname: two on one host need distinct ones

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import socket
 import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -136,23 +137,28 @@ class _Server(ThreadingHTTPServer):
 
 
 class WebhookServer:
-    """Serve /convert and /deny-updates on 127.0.0.1 with a cert from the cluster's CA."""
+    """Serve /convert and /deny-updates on 127.0.0.1 (or ``host``) with a cert from the cluster's CA."""
 
     def __init__(self, pki: Pki, folder: Path, port: int = 0,
-                 deny_message: str = "crdops-test: updates of this resource are frozen"):
+                 deny_message: str = "crdops-test: updates of this resource are frozen", host: str = "127.0.0.1",
+                 service: tuple[str, str] | None = None):
         self.pki = pki
         self.folder = folder
+        self.host = host
         self.port = port or free_port()
         self.deny_message = deny_message
         self.calls: dict[str, int] = {}
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
-        self.cert, self.key = folder / "webhook.crt", folder / "webhook.key"
+        # a `service:` webhook is verified by the apiserver against <name>.<namespace>.svc
+        dns = f",DNS:{service[1]}.{service[0]}.svc" if service else ""
+        suffix = "" if host == "127.0.0.1" and not service else "-%s%s" % (host, dns.replace(",DNS:", "-"))
+        self.cert, self.key = folder / f"webhook{suffix}.crt", folder / f"webhook{suffix}.key"
         if not self.cert.exists():
             folder.mkdir(parents=True, exist_ok=True)
             _sign(pki, self.key, self.cert, "/CN=crdops-test-webhook",
                   "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n"
-                  "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n"
+                  f"extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,IP:{host},DNS:localhost{dns}\n"
                   "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n")
 
     @property
@@ -163,7 +169,7 @@ class WebhookServer:
         return {"url": f"https://127.0.0.1:{self.port}{path}", "caBundle": self.ca_bundle}
 
     def start(self) -> "WebhookServer":
-        server = _Server(("127.0.0.1", self.port), _Handler)
+        server = _Server((self.host, self.port), _Handler)
         server.owner = self
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(str(self.cert), str(self.key))
@@ -184,9 +190,54 @@ class WebhookServer:
         return self._server is not None
 
 
-def conversion_spec(server: WebhookServer) -> dict:
-    return {"strategy": "Webhook",
-            "webhook": {"clientConfig": server.client_config("/convert"), "conversionReviewVersions": ["v1"]}}
+def conversion_spec(server: WebhookServer, service: tuple[str, str] | None = None) -> dict:
+    """``url:`` client config, or ``service: (namespace, name)`` (see ``publish_as_service``)."""
+    config = server.client_config("/convert")
+    if service is not None:
+        config = {"service": {"namespace": service[0], "name": service[1], "path": "/convert", "port": 443},
+                  "caBundle": server.ca_bundle}
+    return {"strategy": "Webhook", "webhook": {"clientConfig": config, "conversionReviewVersions": ["v1"]}}
+
+
+def non_loopback_address() -> str | None:
+    """An IPv4 address of this machine other than loopback (the apiserver refuses to proxy to loopback
+    endpoints), or None; no packet is sent (a UDP socket's connect only picks the route)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 1))
+            address = probe.getsockname()[0]
+        except OSError:
+            return None
+    return None if address.startswith(("127.", "169.254.", "0.")) else address
+
+
+def publish_as_service(kube, server: WebhookServer, namespace: str, name: str) -> None:
+    """A selector-less Service ``namespace/name`` (port 443) whose one endpoint is ``server`` (its own address and
+    port), as Endpoints and as an EndpointSlice, so that both the apiserver's service proxy and its webhook
+    client (with ``--enable-aggregator-routing``) reach it without kube-proxy. The service proxy only goes to an
+    endpoint whose targetRef is a Pod holding that IP (kube-apiserver's service storage, isValidAddress), so a Pod
+    object (never run: there is no kubelet) gets the address in its status."""
+    kube.ensure_namespace(namespace)
+    pod = f"{name}-0"
+    kube.post(f"/api/v1/namespaces/{namespace}/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod},
+        "spec": {"containers": [{"name": "webhook", "image": "crdops.test/none"}]}})
+    kube.merge_patch(f"/api/v1/namespaces/{namespace}/pods/{pod}/status",
+                     {"status": {"podIP": server.host, "podIPs": [{"ip": server.host}]}})
+    port = {"name": "https", "port": server.port, "protocol": "TCP"}
+    kube.post(f"/api/v1/namespaces/{namespace}/services", {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+        "spec": {"ports": [{"name": "https", "port": 443, "targetPort": server.port, "protocol": "TCP"}]}})
+    kube.post(f"/api/v1/namespaces/{namespace}/endpoints", {
+        "apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": name},
+        "subsets": [{"addresses": [{"ip": server.host, "targetRef": {"kind": "Pod", "name": pod,
+                                                                     "namespace": namespace}}], "ports": [port]}]})
+    kube.post(f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices", {
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": f"{name}-1", "labels": {"kubernetes.io/service-name": name}},
+        "addressType": "IPv4", "ports": [port],
+        "endpoints": [{"addresses": [server.host], "conditions": {"ready": True},
+                       "targetRef": {"kind": "Pod", "name": pod, "namespace": namespace}}]})
 
 
 def deny_updates_webhook(name: str, server: WebhookServer, group: str, plural: str) -> dict:

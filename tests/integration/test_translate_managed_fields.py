@@ -22,8 +22,10 @@ import pytest
 
 from tests.controlplane.etcd_reader import current_revision, keys_written_since, scan_storage
 from tests.controlplane.kube import Kube, KubeError, objects_path
-from tests.controlplane.webhook import WebhookServer, conversion_spec, widget_schemas
+from tests.controlplane.webhook import (WebhookServer, conversion_spec, non_loopback_address, publish_as_service,
+                                        widget_schemas)
 from tests.integration.modrun import auth_args, run_module
+from tests.integration.test_security import service_account_token, shipped_rules, token_args
 
 PLURAL, KIND = "widgets", "Widget"
 NS = "tr-a"
@@ -40,7 +42,8 @@ FLUX_V1BETA1_PATHS = {"f:spec": {"f:replicas": {}, "f:zones": {"f:primary": {}, 
                                                                                       "f:number": {}}}}}
 
 
-def crd(group: str, webhook: WebhookServer, storage: str, served=("v1alpha1", "v1beta1")) -> dict:
+def crd(group: str, webhook: WebhookServer, storage: str, served=("v1alpha1", "v1beta1"),
+        service: tuple[str, str] | None = None) -> dict:
     schemas = widget_schemas()
     return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
             "metadata": {"name": f"{PLURAL}.{group}"},
@@ -48,7 +51,7 @@ def crd(group: str, webhook: WebhookServer, storage: str, served=("v1alpha1", "v
                      "names": {"plural": PLURAL, "singular": "widget", "kind": KIND, "listKind": "WidgetList"},
                      "versions": [{"name": v, "served": True, "storage": v == storage,
                                    "schema": {"openAPIV3Schema": schemas[v]}} for v in served],
-                     "conversion": conversion_spec(webhook)}}
+                     "conversion": conversion_spec(webhook, service)}}
 
 
 def apply(kube: Kube, group: str, version: str, name: str, manager: str, spec: dict, force: bool = False) -> dict:
@@ -81,8 +84,8 @@ def webhook(cluster, tmp_path):
     server.stop()
 
 
-def seed(kube: Kube, group: str, webhook: WebhookServer) -> None:
-    kube.apply_crd(crd(group, webhook, "v1alpha1"))
+def seed(kube: Kube, group: str, webhook: WebhookServer, service: tuple[str, str] | None = None) -> None:
+    kube.apply_crd(crd(group, webhook, "v1alpha1", service=service))
     kube.ensure_namespace(NS)
     for name in NAMES:
         apply(kube, group, "v1alpha1", name, FLUX, FLUX_SPEC)
@@ -91,7 +94,7 @@ def seed(kube: Kube, group: str, webhook: WebhookServer) -> None:
                          {"metadata": {"labels": {"team": "a"}}})
     for name in LEGACY:  # same value as argocd: shared ownership of the split field only
         apply(kube, group, "v1alpha1", name, "legacy-tool", {"endpoint": "db:5432"})
-    kube.apply_crd(crd(group, webhook, "v1beta1"))
+    kube.apply_crd(crd(group, webhook, "v1beta1", service=service))
 
 
 def test_entries_are_translated_through_the_webhook_and_a_kept_served_version_is_untouched(
@@ -158,3 +161,40 @@ def test_entries_are_translated_through_the_webhook_and_a_kept_served_version_is
     with pytest.raises(KubeError) as broken:  # the kept entry at the removed version: kubernetes#111937
         apply(kube, group, "v1beta1", LEGACY[0], FLUX, copy.deepcopy(spec))
     assert broken.value.status == 500
+
+
+def test_a_service_webhook_is_asked_through_the_service_proxy_and_without_that_permission_best_effort(
+        cluster, kube, group, tmp_path):
+    """cert-manager, Cluster API and Crossplane convert through a `service:` webhook. With `create` on
+    `services/proxy` the mapping is exact; a ServiceAccount bound to the shipped ClusterRole (which does not grant
+    it) gets the best effort from objects read at both versions: the zones, equal in every object, are dropped and
+    named instead of guessed."""
+    address = non_loopback_address()
+    if address is None:
+        pytest.skip("no non-loopback IPv4 address on this machine: the apiserver does not proxy to loopback")
+    service = (f"wh-{group.split('.')[0]}", "widget-webhook")
+    server = WebhookServer(cluster.pki, tmp_path / "webhook", host=address, service=service).start()
+    try:
+        publish_as_service(kube, server, *service)
+        seed(kube, group, server, service)
+        crd_name = f"{PLURAL}.{group}"
+        token = service_account_token(kube, f"tr-{group.split('.')[0]}", shipped_rules(group))
+        plan = run_module("crd_storage_migrate", dict(token_args(cluster, token), names=[crd_name],
+                                                      removed_versions=["v1alpha1"]), check_mode=True)
+        assert not plan.get("failed"), plan.get("msg")
+        mapping = plan["crds"][0]["field_mappings"][0]
+        assert mapping["method"] == "best_effort" and "permission denied" in mapping["note"], mapping
+        flux = [m for m in plan["crds"][0]["managed_fields_managers"] if m["manager"] == FLUX][0]
+        assert flux["translated"] == 4 and flux["paths_dropped"] == [".spec.backupZone", ".spec.primaryZone"]
+
+        calls = dict(server.calls)
+        done = migrate(cluster, group, ["v1alpha1"])
+        assert done["field_mappings"][0]["method"] == "exact" and "(service)" in done["field_mappings"][0]["note"], done[
+            "field_mappings"]
+        assert server.calls["/convert"] > calls.get("/convert", 0)
+        assert (done["managed_fields_translated"], done["managed_fields_unmappable"]) == (12, 2)
+        for name, mf in entries(kube, group).items():
+            assert by_manager(mf)[FLUX]["fieldsV1"] == FLUX_V1BETA1_PATHS, name
+        assert scan_storage(cluster.etcd_url, group, PLURAL).counts == {f"{group}/v1beta1": 4}
+    finally:
+        server.stop()

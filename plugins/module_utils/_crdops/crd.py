@@ -46,6 +46,8 @@ class Crd:
     uid: str = ""
     annotations: Dict[str, str] = field(default_factory=dict)
     labels: Dict[str, str] = field(default_factory=dict)
+    # the webhook's CA (base64 PEM): kept out of conversion_webhook and to_dict, only for calling a url: webhook
+    conversion_ca_bundle: str = field(default="", repr=False)
 
     @classmethod
     def from_api(cls, obj: Dict[str, Any]) -> Crd:
@@ -64,11 +66,12 @@ class Crd:
         )
         conversion = spec.get("conversion") or {}
         webhook = None
+        ca_bundle = ""
         if conversion.get("webhook"):
             webhook = copy.deepcopy(conversion["webhook"])
             cc = webhook.get("clientConfig")
             if isinstance(cc, dict):
-                cc.pop("caBundle", None)
+                ca_bundle = str(cc.pop("caBundle", None) or "")
         return cls(
             name=str(meta.get("name", "")),
             group=str(spec.get("group", "")),
@@ -84,6 +87,7 @@ class Crd:
             uid=str(meta.get("uid") or ""),
             annotations=dict(meta.get("annotations") or {}),
             labels=dict(meta.get("labels") or {}),
+            conversion_ca_bundle=ca_bundle,
         )
 
     @property

@@ -112,17 +112,20 @@ class ManagedFieldsPolicy:
     not given. ``mapping_for``: the field mapping from a version to the storage version (webhook conversion)."""
 
     def __init__(self, group: str, storage_version: Optional[str], conversion_strategy: str = "None",
-                 fix_versions: Optional[FrozenSet[str]] = None, mapping_for: Optional[MappingFor] = None) -> None:
+                 fix_versions: Optional[FrozenSet[str]] = None, mapping_for: Optional[MappingFor] = None,
+                 served: Optional[FrozenSet[str]] = None) -> None:
         self.group = group
         self.storage_version = storage_version or ""
         self.translate = conversion_strategy != "None"
         self.fix_versions = fix_versions
         self.mapping_for = mapping_for
+        self.served = served
 
     def fixes(self, version: str) -> bool:
         if self.fix_versions is None:
             return not self.translate  # conversion None: every other version; webhook: none without the list
-        return version in self.fix_versions
+        # a version the CRD no longer serves breaks server-side apply already (kubernetes#111937): fixed too
+        return version in self.fix_versions or (self.served is not None and version not in self.served)
 
     def classify(self, managed_fields: Any) -> Optional[StaleFields]:
         """The object's entries at other versions of the group and what to do with each; None when there are none."""

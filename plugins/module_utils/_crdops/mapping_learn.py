@@ -213,10 +213,15 @@ def learn_exact(review: ReviewFn, old_schema: Node, new_schema: Node, from_versi
         rules.update((path, None) for path in refused)  # no value of it got through: dropped and named
         return rules
 
+    failed: List[str] = []
+
     def learn_more(guide: Mapping[str, Any]) -> Dict[Path, Optional[Template]]:
+        if failed:  # asked once: a webhook that failed is not asked again for every entry
+            return {}
         try:
             return learn(guide)
-        except Exception:  # a failed later review leaves those paths unmapped (dropped and named), not the pass
+        except Exception as exc:  # a failed later review leaves those paths unmapped (dropped and named)
+            failed.append(str(exc))
             return {}
 
     return FieldMapping(from_version, to_version, old_schema, EXACT, learn(None), note, learn_more)

@@ -99,7 +99,7 @@ def managed_fields_policy(transport: Transport, crd: Crd, removed_versions: Opti
                           ) -> Tuple[ManagedFieldsPolicy, Optional[MappingSource]]:
     """The policy of one pass over ``crd``; the mapping source (learns on first use) under a webhook conversion."""
     versions = removed_for(crd.name, removed_versions)
-    source = MappingSource(transport, crd) if crd.conversion_strategy == "Webhook" and versions else None
+    source = MappingSource(transport, crd) if crd.conversion_strategy == "Webhook" and versions is not None else None
     policy = ManagedFieldsPolicy(crd.group, crd.storage_version, crd.conversion_strategy, versions,
-                                 source.mapping if source is not None else None)
+                                 source.mapping if source is not None else None, frozenset(crd.served_versions))
     return policy, source

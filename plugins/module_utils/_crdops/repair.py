@@ -12,6 +12,13 @@ CRD edits are optimistic-locked (``metadata.resourceVersion``) and restore the C
 a repair, not the application of a release. Before the first edit the added versions are recorded in
 an annotation, so a rerun after an interruption finishes the job instead of seeing a "healthy" CRD
 that still serves a version only the repair needed.
+
+As the re-store of the role: the repair holds the pass Lease of the CRD (pass_lease.py) from its first edit to
+its last, so it never interleaves with a re-store or another repair; once the objects are readable and before
+the re-store writes any, the storage diff (storage_diff.py, with etcd) says what the re-store would delete for
+good, and a loss stops the repair unless ``accept_pruning``. The owners of ``spec.versions`` (an atomic list
+that the repair's edits take over) are recorded with the added versions and given back at the end
+(versions_owners.py).
 """
 
 from __future__ import annotations
@@ -35,9 +42,12 @@ from .repair_diagnosis import (
     repair_in_progress,
     version_entry,
 )
+from .pass_lease import DEFAULT_NAMESPACE, PassLease
 from .restore import RestoreOptions, migrate_crd
+from .storage_diff import storage_diff_of
 from .transport import MERGE_PATCH, Transport, dumps, error_from_response
 from .trim import trim_stored_versions
+from .versions_owners import give_back, owner_entries
 
 MAX_ADD_ROUNDS = 3  # a LIST error names one version; each round may reveal another one
 
@@ -55,9 +65,13 @@ class RepairOptions:
     restore: RestoreOptions = RestoreOptions()
     check_mode: bool = False
     wait_timeout: float = 60.0
+    accept_pruning: bool = False  # the storage diff found stored fields the re-store deletes: go on anyway
+    lease_namespace: str = DEFAULT_NAMESPACE
+    lease_wait: float = 60.0
 
     def validate(self) -> None:
         at_least("wait_timeout", self.wait_timeout, 0)
+        at_least("lease_wait", self.lease_wait, 0)
         self.restore.validate()
 
 
@@ -86,6 +100,9 @@ class RepairResult:
     etcd_before: Optional[Dict[str, Any]] = None
     etcd_after: Optional[Dict[str, Any]] = None
     readable_after: Optional[int] = None
+    storage_diff: Optional[Dict[str, Any]] = None
+    versions_owners: Optional[Dict[str, Any]] = None
+    lease: Optional[Dict[str, Any]] = None
     warnings: List[str] = field(default_factory=list)
     message: str = ""
 
@@ -96,6 +113,7 @@ class RepairResult:
 
 
 EtcdScanFn = Callable[[Crd], Dict[str, Any]]
+DiffFn = Callable[[Crd], Dict[str, Any]]  # storage_diff_of for one CRD (with etcd)
 
 
 def _quick(transport: Transport) -> Transport:
@@ -221,12 +239,24 @@ def add_versions(transport: Transport, raw: Dict[str, Any], entries: List[Dict[s
     """Append ``entries`` to spec.versions and record them (annotation) in the same locked write."""
     crd = Crd.from_api(raw)
     added = repair_in_progress(crd) + [e["name"] for e in entries]
-    note = json.dumps({"addedVersions": added, "startedAt": now, "storageVersion": crd.storage_version},
-                      separators=(",", ":"), sort_keys=True)
+    owners = recorded_owners(crd)
+    if owners is None:  # first edit: who owns spec.versions now is who gets it back at the end
+        owners = owner_entries((raw.get("metadata") or {}).get("managedFields") or [])
+    note = json.dumps({"addedVersions": added, "startedAt": now, "storageVersion": crd.storage_version,
+                       "versionsOwners": owners}, separators=(",", ":"), sort_keys=True)
     versions = list((raw.get("spec") or {}).get("versions") or []) + entries
     return _patch_crd(transport, crd, {"metadata": {"annotations": {REPAIR_ANNOTATION: note}},
                                        "spec": {"versions": versions}},
                       "PATCH CRD spec.versions (add %s back)" % ", ".join(e["name"] for e in entries))
+
+
+def recorded_owners(crd: Crd) -> Optional[List[Dict[str, Any]]]:
+    """The owners of spec.versions recorded by an earlier (interrupted) repair, or None."""
+    try:
+        owners = json.loads(crd.annotations.get(REPAIR_ANNOTATION) or "{}").get("versionsOwners")
+    except (ValueError, AttributeError):
+        return None
+    return owners if isinstance(owners, list) else None
 
 
 def remove_versions(transport: Transport, name: str, versions: List[str]) -> Crd:
@@ -260,10 +290,38 @@ def wait_readable(transport: Transport, crd: Crd, timeout: float, page_size: int
         sleep(0.5)
 
 
+def _check_storage_diff(transport: Transport, crd: Crd, options: RepairOptions, storage_diff: Optional[DiffFn],
+                        result: RepairResult) -> None:
+    """Before the re-store writes: what it would delete for good (or could not compare) stops the repair."""
+    if storage_diff is None:
+        result.storage_diff = {"checked": False, "reason": "no etcd_url: the stored values were not compared"}
+        result.warnings.append("CRD %s: the re-store may delete stored fields the storage version's schema lacks; "
+                               "without etcd_url that was not checked" % crd.name)
+        return
+    diff = storage_diff(crd)
+    result.storage_diff = diff
+    lost = sorted((diff.get("removed") or {}).items())
+    unverified = diff.get("unverified")
+    if not (lost or unverified):
+        result.done.append("storage diff: %s of %s stored objects compared, nothing the re-store deletes"
+                           % (diff.get("compared"), diff.get("key_count")))
+        return
+    what = "; ".join(["deletes %s (%d of %d compared)" % (p, n, diff.get("compared") or 0) for p, n in lost]
+                     + (["could not compare some objects: %s" % unverified] if unverified else []))
+    if options.accept_pruning:
+        result.warnings.append("CRD %s: accept_pruning is true; the re-store %s" % (crd.name, what))
+        return
+    raise RefusalError("the re-store would lose stored data: %s. Nothing re-stored; %s stay in spec.versions so "
+                       "the objects stay readable. Set accept_pruning (role: crd_upgrade_accept_pruning) to "
+                       "accept the loss, then run again" % (what, ", ".join(result.missing_versions)),
+                       cluster=transport.cluster_label, crd=crd.name)
+
+
 def _restore_and_verify(transport: Transport, crd: Crd, options: RepairOptions,
-                        etcd_scan: Optional[EtcdScanFn], result: RepairResult) -> None:
+                        etcd_scan: Optional[EtcdScanFn], result: RepairResult,
+                        lease: Optional[PassLease] = None) -> None:
     cluster = transport.cluster_label
-    restore = migrate_crd(transport, crd, options.restore)
+    restore = migrate_crd(transport, crd, options.restore, stop_check=lease.lost_reason if lease else None)
     result.restore = restore.to_dict()
     if not restore.ok:
         why = restore.aborted_reason or restore.record_error or "%d objects failed" % restore.failed
@@ -310,10 +368,21 @@ def _add_back(transport: Transport, crd: Crd, missing: List[str], options: Repai
                       crd=crd.name, status=probe.status, reason=probe.reason, api_message=probe.message)
 
 
+@dataclass
+class RepairTools:
+    """What the repair reads etcd with (both optional: without etcd_url neither runs) and its pass Lease."""
+
+    etcd_scan: Optional[EtcdScanFn] = None
+    storage_diff: Optional[DiffFn] = None
+    lease: Optional[PassLease] = None
+
+
 def _run_steps(transport: Transport, crd: Crd, missing: List[str], options: RepairOptions,
-               etcd_scan: Optional[EtcdScanFn], result: RepairResult, now: str) -> None:
+               tools: RepairTools, result: RepairResult, now: str) -> None:
     crd = _add_back(transport, crd, missing, options, result, now)
-    _restore_and_verify(transport, crd, options, etcd_scan, result)
+    owners = recorded_owners(crd) or []
+    _check_storage_diff(transport, crd, options, tools.storage_diff, result)
+    _restore_and_verify(transport, crd, options, tools.etcd_scan, result, tools.lease)
     trim = trim_stored_versions(transport, crd.name)
     result.changed = result.changed or trim.changed
     result.done.append("status.storedVersions %s -> %s" % (trim.before, trim.after))
@@ -322,6 +391,10 @@ def _run_steps(transport: Transport, crd: Crd, missing: List[str], options: Repa
     result.removed_versions = to_remove
     result.changed = True
     result.done.append("removed %s from spec.versions again" % ", ".join(to_remove))
+    result.versions_owners = give_back(transport, crd.name, owners)
+    if result.versions_owners["changed"]:
+        result.done.append("spec.versions owned by %s again" % (", ".join(result.versions_owners["owners_now"])
+                                                                or "no manager, as before"))
     probe = wait_readable(transport, crd, options.wait_timeout, options.restore.page_size)
     if not probe.readable:
         raise RepairError("the resource is unreadable after %s was removed again" % ", ".join(to_remove),
@@ -333,28 +406,51 @@ def _run_steps(transport: Transport, crd: Crd, missing: List[str], options: Repa
     result.done.append("every object readable: %d listed at %s" % (probe.listed, crd.storage_version))
 
 
-def repair_crd(transport: Transport, name: str, options: RepairOptions, *,
-               etcd_scan: Optional[EtcdScanFn] = None, now: Callable[[], str] = utc_now) -> RepairResult:
-    """Diagnose ``name`` and, unless in check mode, repair it. Raises (after a Warning Event) when a
-    step fails; a healthy CRD is reported as such, unchanged."""
+def _diagnosed(transport: Transport, name: str, options: RepairOptions,
+               etcd_scan: Optional[EtcdScanFn]) -> Tuple[Crd, RepairResult, List[str]]:
     crd = Crd.from_api(_get_raw(transport, name))
     result = RepairResult(name=crd.name, storage_version=crd.storage_version,
                           conversion_strategy=crd.conversion_strategy, check_mode=options.check_mode,
                           versions_before=_names(crd), versions_after=_names(crd),
                           stored_versions_before=list(crd.stored_versions),
                           stored_versions_after=list(crd.stored_versions))
-    missing = diagnose(transport, crd, options, etcd_scan, result)
-    if not result.broken:
-        result.message = "nothing to repair: every object is readable at %s" % crd.storage_version
-        return result
-    if options.check_mode:
+    return crd, result, diagnose(transport, crd, options, etcd_scan, result)
+
+
+def repair_crd(transport: Transport, name: str, options: RepairOptions, *,
+               etcd_scan: Optional[EtcdScanFn] = None, storage_diff: Optional[DiffFn] = None,
+               now: Callable[[], str] = utc_now) -> RepairResult:
+    """Diagnose ``name`` and, unless in check mode, repair it. Raises (after a Warning Event) when a
+    step fails; a healthy CRD is reported as such, unchanged."""
+    crd, result, missing = _diagnosed(transport, name, options, etcd_scan)
+    if result.broken and options.check_mode:
         result.changed = True
         result.message = "would repair: " + "; ".join(result.steps)
         return result
+    if not result.broken:
+        result.message = "nothing to repair: every object is readable at %s" % crd.storage_version
+        return result
+    lease = PassLease(transport, crd.name, options.lease_namespace).acquire(options.lease_wait)
+    try:
+        # another run may have repaired it (or gone further) while this one waited for the Lease
+        crd, result, missing = _diagnosed(transport, name, options, etcd_scan)
+        if result.broken:
+            _repair_under_lease(transport, crd, missing, options, RepairTools(etcd_scan, storage_diff, lease),
+                                result, now())
+        else:
+            result.message = "nothing to repair: every object is readable at %s" % crd.storage_version
+    finally:
+        released = lease.release()
+        result.lease = dict(lease.to_dict(), release_error=released)
+    return result
+
+
+def _repair_under_lease(transport: Transport, crd: Crd, missing: List[str], options: RepairOptions,
+                        tools: RepairTools, result: RepairResult, now: str) -> None:
     emit_crd_event(transport, crd, REPAIR_STARTED, "Repair started: objects stored at removed version(s) %s are "
                    "unreadable; plan: %s" % (", ".join(result.missing_versions), "; ".join(result.steps)))
     try:
-        _run_steps(transport, crd, missing, options, etcd_scan, result, now())
+        _run_steps(transport, crd, missing, options, tools, result, now)
     except CrdOpsError as exc:
         exc.with_context(cluster=transport.cluster_label, crd=crd.name)
         exc.partial_result = result.to_dict()
@@ -363,7 +459,15 @@ def repair_crd(transport: Transport, name: str, options: RepairOptions, *,
         raise
     result.message = "repaired: " + "; ".join(result.done)
     emit_crd_event(transport, crd, REPAIR_SUCCEEDED, "Repair succeeded: " + "; ".join(result.done))
-    return result
+
+
+def storage_differ(transport: Transport, sampler: Any, etcd_prefix: str, sample: int) -> DiffFn:
+    """The storage diff (storage_diff.storage_diff_of) of a CRD as it is when called, with ``sampler``."""
+
+    def diff(crd: Crd) -> Dict[str, Any]:
+        return storage_diff_of(transport, sampler, crd, etcd_prefix, sample)
+
+    return diff
 
 
 def etcd_scanner(reader: Any) -> EtcdScanFn:

@@ -25,26 +25,50 @@ comparison falls back to GET and says so (``view: get``).
 Objects stored at another version: with conversion ``None`` only apiVersion differs after conversion,
 so they are compared with the API's view at the storage version. With a conversion webhook, renamed
 fields would look like removed + added ones, so they are compared with the API's view at the version
-they are stored at (what reading alone already drops or adds); when that version is no longer served
-they are skipped and counted as such.
+they are stored at (what reading alone already drops or adds). When that version is no longer served
+(cert-manager v1.6.1 keeps v1alpha2 with ``served: false``), the API cannot show it: the API's view at the
+storage version (the dry-run, what the re-store stores) is sent back to the stored version through the CRD's
+own webhook in a ``ConversionReview`` (webhook_review.py: nothing is written, and no version is served
+for it), and that is compared with the stored value (``compared_by_conversion_review``). Empty maps are
+left out on that path: a webhook built on typed structs adds ``status: {}`` to every object it converts.
+When the webhook cannot be asked, the objects are counted in ``skipped`` and ``unverified`` says why: the
+role's gate stops on them like on pruning (crd_upgrade_accept_pruning), never silently.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .crd import Crd
 from .errors import CrdOpsError
 from .etcd_scan import EtcdSampler, RawValue, encoding_of, resource_prefix
 from .field_paths import count_into, diff_values
 from .transport import MERGE_PATCH, ApiResponse, Transport, error_from_response, is_admission_rejection
+from .webhook_review import WebhookCaller
 
 DEFAULT_SAMPLE = 20
 MAX_EXAMPLES = 3
 NO_ETCD_REASON = ("no etcd_url: the values stored in etcd were not read, so the fields the re-store would "
                   "persist (defaults) or delete (pruned by the schema) could not be checked")
+
+
+Converter = Callable[[Crd, Sequence[Dict[str, Any]], str], List[Dict[str, Any]]]
+
+
+def webhook_converter(transport: Transport) -> Converter:
+    """``convert(crd, objects, "group/version")`` through the CRD's own conversion webhook (webhook_review.py)."""
+
+    def convert(crd: Crd, objects: Sequence[Dict[str, Any]], desired: str) -> List[Dict[str, Any]]:
+        webhook = dict(crd.conversion_webhook or {})
+        client = dict(webhook.get("clientConfig") or {})
+        if crd.conversion_ca_bundle:  # kept out of Crd.conversion_webhook (results); the TLS check needs it
+            client["caBundle"] = crd.conversion_ca_bundle
+        webhook["clientConfig"] = client
+        return WebhookCaller(transport, webhook).convert(list(objects), desired)
+
+    return convert
 
 
 VIEW_DRY_RUN = "dry-run"  # the no-op write with dryRun=All: what the re-store would store
@@ -62,7 +86,9 @@ class StorageDiff:
     would_change: int = 0
     at_other_version: int = 0
     compared_at_stored_version: int = 0
+    compared_by_conversion_review: int = 0
     skipped: Dict[str, int] = field(default_factory=dict)
+    unverified: Optional[str] = None  # why objects at a version the API does not serve were not compared
     added: Dict[str, int] = field(default_factory=dict)
     removed: Dict[str, int] = field(default_factory=dict)
     changed: Dict[str, int] = field(default_factory=dict)
@@ -136,7 +162,8 @@ def _same_revision(view: Dict[str, Any], raw: RawValue) -> bool:
 
 
 def _pair(transport: Transport, sampler: EtcdSampler, crd: Crd, raw: RawValue, ns: Optional[str],
-          name: str, diff: StorageDiff) -> Optional[Tuple[Dict[str, Any], Dict[str, Any], str]]:
+          name: str, diff: StorageDiff,
+          converter: Converter) -> Optional[Tuple[Dict[str, Any], Dict[str, Any], str]]:
     """(stored, served, stored version) of one object at one resourceVersion, or None (counted as skipped)."""
     for _attempt in range(2):  # the object may be written between the two reads: read etcd once more
         encoding = encoding_of(raw.value)
@@ -146,8 +173,7 @@ def _pair(transport: Transport, sampler: EtcdSampler, crd: Crd, raw: RawValue, n
         stored_version = encoding.rsplit("/", 1)[1]
         version = _read_version(crd, stored_version)
         if version is None:
-            diff.skip("webhook_version_not_served")
-            return None
+            return _pair_by_review(transport, crd, raw, ns, name, diff, stored_version, converter)
         try:
             view = _api_view(transport, crd, version, ns, name, diff)
         except _Rejected:
@@ -165,6 +191,43 @@ def _pair(transport: Transport, sampler: EtcdSampler, crd: Crd, raw: RawValue, n
         raw = again
     diff.skip("changed_meanwhile")
     return None
+
+
+def _without_empty_maps(value: Any) -> Any:
+    if isinstance(value, dict):
+        kept = {k: _without_empty_maps(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v != {}}
+    if isinstance(value, list):
+        return [_without_empty_maps(v) for v in value]
+    return value
+
+
+def _pair_by_review(transport: Transport, crd: Crd, raw: RawValue, ns: Optional[str], name: str,
+                    diff: StorageDiff, stored_version: str,
+                    converter: Converter) -> Optional[Tuple[Dict[str, Any], Dict[str, Any], str]]:
+    """(stored, the API's storage-version view converted back to the stored version, stored version)."""
+    if diff.unverified:  # the webhook failed once: do not ask it again for every object
+        diff.skip("webhook_version_not_served")
+        return None
+    try:
+        view = _api_view(transport, crd, crd.storage_version or "", ns, name, diff)
+        if view is None:
+            diff.skip("gone")
+            return None
+        if not _same_revision(view, raw):
+            diff.skip("changed_meanwhile")
+            return None
+        back = converter(crd, [view], "%s/%s" % (crd.group, stored_version))[0]
+    except _Rejected:
+        diff.skip("dry_run_rejected")
+        return None
+    except CrdOpsError as exc:
+        diff.skip("webhook_version_not_served")
+        diff.unverified = "%s is not served and its objects could not be converted back for the comparison: %s" % (
+            stored_version, exc)
+        return None
+    diff.compared_by_conversion_review += 1
+    return _without_empty_maps(json.loads(raw.value)), _without_empty_maps(back), stored_version
 
 
 def _compare(diff: StorageDiff, crd: Crd, stored: Dict[str, Any], served: Dict[str, Any], stored_version: str,
@@ -186,8 +249,10 @@ def _compare(diff: StorageDiff, crd: Crd, stored: Dict[str, Any], served: Dict[s
 
 
 def diff_crd(transport: Transport, sampler: EtcdSampler, crd: Crd, etcd_prefix: str,
-             sample: int = DEFAULT_SAMPLE) -> StorageDiff:
-    """Compare the first ``sample`` objects (etcd key order) of one CRD with the API's view of them."""
+             sample: int = DEFAULT_SAMPLE, converter: Optional[Converter] = None) -> StorageDiff:
+    """Compare the first ``sample`` objects (etcd key order) of one CRD with the API's view of them;
+    ``converter`` asks the CRD's webhook (default: webhook_converter)."""
+    converter = converter or webhook_converter(transport)
     storage = crd.storage_version
     if storage is None:
         raise CrdOpsError("the CRD has no storage version", cluster=transport.cluster_label, crd=crd.name)
@@ -200,7 +265,7 @@ def diff_crd(transport: Transport, sampler: EtcdSampler, crd: Crd, etcd_prefix: 
             ns, name = object_ref(crd, prefix, raw.key)
             label = "%s/%s" % (ns, name) if ns else name
             diff.sampled += 1
-            pair = _pair(transport, sampler, crd, raw, ns, name, diff)
+            pair = _pair(transport, sampler, crd, raw, ns, name, diff, converter)
             if pair is not None:
                 _compare(diff, crd, pair[0], pair[1], pair[2], label)
     except CrdOpsError as exc:

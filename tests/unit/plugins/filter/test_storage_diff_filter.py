@@ -22,7 +22,8 @@ def test_only_crds_that_lose_fields_are_pruning():
     out = storage_diff_pruning([CHECKED, DEFAULTS_ONLY, UNCHECKED])
     assert out == [{"name": "widgets.example.com", "removed": {".spec.legacy": 7, ".spec.items[].old": 2},
                     "compared": 20, "keys": 40,
-                    "examples": {".spec.legacy": ["ns/a", "ns/b"], ".spec.items[].old": ["ns/c"]}}]
+                    "examples": {".spec.legacy": ["ns/a", "ns/b"], ".spec.items[].old": ["ns/c"]},
+                    "unverified": None, "not_compared": 0}]
 
 
 def test_the_gate_message_names_cluster_crd_paths_counts_and_the_variable():
@@ -39,3 +40,21 @@ def test_plan_lines_say_what_is_added_removed_and_what_was_not_checked():
         "apiVersion; adds (defaults persisted) .status.conditions (2 of 2)",
         "x.example.com: stored values not checked (no etcd_url: not read)"]
     assert "skipped gone: 1" in storage_diff_lines([CHECKED])[0]
+
+
+UNVERIFIED = {"name": "certificates.cert-manager.io", "storage_diff": {
+    "checked": True, "storage_version": "v1", "keys": 28, "sampled": 20, "compared": 0, "would_change": 0,
+    "added": {}, "removed": {}, "changed": {}, "skipped": {"webhook_version_not_served": 20}, "examples": {},
+    "unverified": "v1alpha2 is not served and its objects could not be converted back for the comparison: "
+                  "HTTP 403 services/proxy forbidden"}}
+
+
+def test_objects_that_could_not_be_compared_stop_the_run_like_pruning_and_say_why():
+    (item,) = storage_diff_pruning([UNVERIFIED, DEFAULTS_ONLY])
+    assert item["not_compared"] == 20 and item["removed"] == {}
+    msg = storage_diff_pruning_message([item], "c1")
+    assert ("certificates.cert-manager.io: 20 sampled objects could not be compared, so a loss cannot be ruled out "
+            "(v1alpha2 is not served") in msg and "crd_upgrade_accept_pruning: true" in msg
+    (line,) = storage_diff_lines([UNVERIFIED])
+    assert "skipped webhook_version_not_served: 20; NOT COMPARED: v1alpha2 is not served" in line
+

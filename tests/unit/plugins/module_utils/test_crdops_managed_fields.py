@@ -245,7 +245,8 @@ def test_pass_webhook_translates_removed_version_entries_and_keeps_what_maps_not
 
     monkeypatch.setattr(webhook_review.WebhookCaller, "convert", convert)
     c = MfCluster()
-    c.add_crd(conversion=WEBHOOK, stored=("v1", "v2"))
+    c.add_crd(conversion=WEBHOOK, stored=("v1", "v2"),
+              versions=(("v0", True, False), ("v1", True, False), ("v2", True, True)))
     c.add_objects(NAME, 3, namespaces=("a",), stored="v1")
     keys = sorted(c.objects[NAME])
     c.set_managed_fields(NAME, keys[0], [applied("flux", "v1", ["size", "color"]), applied("argo", "v0", ["size"])])
@@ -264,3 +265,9 @@ def test_pass_webhook_translates_removed_version_entries_and_keeps_what_maps_not
     flux = [m for m in d["managed_fields_managers"] if m["manager"] == "flux"][0]
     assert (flux["translated"], flux["kept_unmappable"], flux["paths_dropped"]) == (1, 1, [])
     assert d["field_mappings"][0]["from_version"] == "v1" and d["field_mappings"][0]["method"] == "exact"
+
+
+def test_with_removed_versions_a_version_no_longer_served_is_fixed_too():
+    policy = ManagedFieldsPolicy(G, "v2", "None", frozenset(["v1"]), served=frozenset(["v0", "v2"]))
+    s = policy.classify([entry("old", G + "/v-gone"), entry("kept", G + "/v0"), entry("next", G + "/v1")])
+    assert [(f.manager, f.action) for f in s.fixes] == [("old", REWRITTEN), ("kept", UNTOUCHED), ("next", REWRITTEN)]

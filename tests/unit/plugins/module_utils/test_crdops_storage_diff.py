@@ -176,15 +176,47 @@ def test_a_404_that_does_not_name_the_object_is_an_error_naming_cluster_crd_and_
     assert "cluster test-cluster" in text and "CRD crontabs.stable.example.com" in text and "default/a" in text
 
 
-def test_webhook_objects_at_another_version_are_compared_at_their_own_version_or_skipped():
+def _webhook_crd():
     hook = {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"]}}
-    c = crd(versions=(("v0", False, False), ("v1", True, False), ("v2", True, True)), conversion=hook)
-    values = [raw("a", "v1", 10, spec={"oldName": 1, "gone": 2}), raw("b", "v0", 11, spec={"x": 1})]
+    return crd(versions=(("v0", False, False), ("v1", True, False), ("v2", True, True)), conversion=hook)
+
+
+def test_webhook_objects_at_another_served_version_are_compared_at_their_own_version():
+    values = [raw("a", "v1", 10, spec={"oldName": 1, "gone": 2})]
     api = FakeApi({path("a", "v1"): view("a", "v1", 10, spec={"oldName": 1})})
-    d = diff_crd(api, FakeSampler(values), c, "/registry")
+    d = diff_crd(api, FakeSampler(values), _webhook_crd(), "/registry", converter=lambda *a: pytest.fail("asked"))
     assert api.paths == [path("a", "v1")]
     assert (d.compared, d.compared_at_stored_version, d.removed) == (1, 1, {".spec.gone": 1})
-    assert d.skipped == {"webhook_version_not_served": 1}
+
+
+def test_objects_at_a_version_not_served_are_converted_back_by_the_webhook_and_compared():
+    """The storage version's view (the dry-run) goes back to v0 through the webhook: v0's `x` is `y` at v2, and
+    `lost` is not kept by the storage version; the webhook's `status: {}` is not a difference."""
+    asked = []
+
+    def webhook(c, objects, desired):
+        asked.append((desired, objects))
+        return [dict(o, apiVersion=desired, spec={"x": o["spec"]["y"]}, status={}) for o in objects]
+
+    values = [raw("b", "v0", 11, spec={"x": 1, "lost": 2})]
+    api = FakeApi({path("b"): view("b", "v2", 11, spec={"y": 1})})
+    d = diff_crd(api, FakeSampler(values), _webhook_crd(), "/registry", converter=webhook)
+    assert [(m, p, q) for m, p, q, _b in api.calls] == [("PATCH", path("b"), (("dryRun", "All"),))]
+    assert [a[0] for a in asked] == ["stable.example.com/v0"]
+    assert (d.compared, d.compared_by_conversion_review, d.skipped) == (1, 1, {})
+    assert (d.removed, d.added, d.changed) == ({".spec.lost": 1}, {}, {})
+    assert d.unverified is None
+
+
+def test_a_webhook_that_cannot_be_asked_leaves_the_objects_unverified_and_says_why():
+    def down(c, objects, desired):
+        raise CrdOpsError("the conversion webhook https://127.0.0.1:1/convert could not be reached: refused")
+
+    values = [raw("b", "v0", 11, spec={"x": 1}), raw("c", "v0", 12, spec={"x": 2})]
+    api = FakeApi({path("b"): view("b", "v2", 11, spec={"y": 1}), path("c"): view("c", "v2", 12, spec={"y": 2})})
+    d = diff_crd(api, FakeSampler(values), _webhook_crd(), "/registry", converter=down)
+    assert d.compared == 0 and d.skipped == {"webhook_version_not_served": 2}
+    assert "v0 is not served" in d.unverified and "could not be reached" in d.unverified
 
 
 def test_cluster_scoped_keys_and_namespaced_keys_name_the_object():
@@ -225,3 +257,30 @@ def test_an_admission_rejection_of_the_dry_run_skips_that_object():
     api = FakeApi({}, patch={path("a"): denied, path("b"): view("b", "v2", 11)})
     d = diff_crd(api, FakeSampler([raw("a", "v1", 10), raw("b", "v1", 11)]), crd(), "/registry")
     assert (d.view, d.compared, d.skipped) == ("dry-run", 1, {"dry_run_rejected": 1})
+
+
+def test_the_default_converter_asks_a_service_webhook_through_the_apiservers_service_proxy():
+    hook = {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {
+        "service": {"name": "cert-manager-webhook", "namespace": "cert-manager", "path": "/convert"},
+        "caBundle": "Q0E="}}}
+    c = crd(versions=(("v0", False, False), ("v2", True, True)), conversion=hook)
+    sent = []
+
+    class Proxy(FakeApi):
+        def request(self, method, path, *, query=None, body=None, content_type=None, accept=None):
+            if "/proxy" not in path:
+                return super().request(method, path, query=query, body=body)
+            review = json.loads(body)
+            sent.append((path, review))
+            req = review["request"]
+            back = [dict(o, apiVersion=req["desiredAPIVersion"], spec={"x": o["spec"]["y"]}) for o in req["objects"]]
+            return ApiResponse(200, {}, json.dumps({"apiVersion": review["apiVersion"], "kind": "ConversionReview",
+                                                    "response": {"uid": req["uid"], "result": {"status": "Success"},
+                                                                 "convertedObjects": back}}).encode())
+
+    api = Proxy({path("b"): view("b", "v2", 11, spec={"y": 1})})
+    d = diff_crd(api, FakeSampler([raw("b", "v0", 11, spec={"x": 1})]), c, "/registry")
+    assert [p for p, _r in sent] == ["/api/v1/namespaces/cert-manager/services/https:cert-manager-webhook:443"
+                                     "/proxy/convert"]
+    assert sent[0][1]["request"]["desiredAPIVersion"] == "stable.example.com/v0"
+    assert (d.compared_by_conversion_review, d.removed, d.unverified) == (1, {}, None)

@@ -1,0 +1,20 @@
+"""Real Kubernetes clients, built from Go modules, for tests, the demo and benchmarks.
+
+One binary (`tests/clients/go`, built and cached by `tests/clients/build.sh`) carries kubectl
+(`k8s.io/kubectl` at the apiserver's version) and Flux's apply library (`github.com/fluxcd/pkg/ssa`,
+`ResourceManager.ApplyAllStaged` as kustomize-controller sets it up). `Kubectl` and `Flux` run it against a
+kubeconfig context; `kubectl_apply_loop` / `flux_apply_loop` keep a client applying in the background.
+Nothing here is part of the shipped collection.
+"""
+from __future__ import annotations
+
+from .binary import ClientsMissing, clients_binary
+from .flux import FLUX_MANAGER, Flux, FluxFailed, FluxResult
+from .kubectl import Kubectl, KubectlFailed, Result
+from .loop import ApplyLoop, Outcome, flux_apply_loop, kubectl_apply_loop
+from .manifests import write_manifests
+
+__all__ = [
+    "ClientsMissing", "clients_binary", "FLUX_MANAGER", "Flux", "FluxFailed", "FluxResult", "Kubectl",
+    "KubectlFailed", "Result", "ApplyLoop", "Outcome", "flux_apply_loop", "kubectl_apply_loop", "write_manifests",
+]

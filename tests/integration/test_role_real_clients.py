@@ -1,0 +1,336 @@
+"""Real GitOps clients keep working across the role's upgrade (release N+1 removes v1alpha1).
+
+The clients are not written here: Flux's apply library (`fluxcd/pkg/ssa` ApplyAllStaged, manager
+`kustomize-controller`) and kubectl (`k8s.io/kubectl`), both built from Go modules (tests/clients). Objects at
+v1alpha1: some applied by Flux, some by `kubectl apply --server-side --field-manager=argocd-controller`, some by
+client-side `kubectl apply`, some POSTed. One role run upgrades every column's CRD (a group each, on the shared
+cluster). Then every client re-applies at v1beta1 with one value changed and one optional field removed, and:
+every client applies without force; the changed values land; the dropped field is pruned for every Apply
+manager; a third manager's non-forced apply conflicts naming the owner; no `before-first-apply` entry exists; an
+unchanged re-apply writes nothing; etcd holds every key at v1beta1 (exact counts).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.clients import Flux, Kubectl
+from tests.controlplane import etcd_reader
+from tests.controlplane.kube import make_crd, objects_path
+from tests.controlplane.webhook import WebhookServer, conversion_spec, widget_schemas
+from tests.integration import reliability
+from tests.integration.modrun import ansible_playbook
+
+REPO = Path(__file__).resolve().parents[2]
+NS = "apps"
+# objects per client, exact: Flux, kubectl server-side (Argo CD's manager), kubectl client-side, plain POST
+COUNTS = {"flux": 8, "argo": 8, "csa": 4, "post": 4}
+TOTAL = sum(COUNTS.values())
+OWNER = {"flux": "kustomize-controller", "argo": "argocd-controller", "csa": "kubectl-client-side-apply",
+         "post": "poster"}
+APPLY_CLIENTS = ("flux", "argo")  # the clients that own fields as an Apply manager
+
+
+def _obj(**props) -> dict:
+    return {"type": "object", "properties": props}
+
+
+STR, INT = {"type": "string"}, {"type": "integer"}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One CRD and the manifests its clients apply: `before` at v1alpha1, `after` at v1beta1."""
+    name: str
+    group: str
+    plural: str = "widgets"
+    kind: str = "Widget"
+    conversion: dict | None = None  # spec.conversion of release N (N+1 serves one version and needs none)
+
+    @property
+    def crd_name(self) -> str:
+        return f"{self.plural}.{self.group}"
+
+    def resource(self) -> str:
+        return f"{self.plural}.v1beta1.{self.group}"
+
+    def path(self, version: str, name: str | None = None) -> str:
+        return objects_path(self.group, version, self.plural, NS, name)
+
+    def doc(self, version: str, name: str, spec: dict) -> dict:
+        return {"apiVersion": f"{self.group}/{version}", "kind": self.kind,
+                "metadata": {"name": name, "namespace": NS}, "spec": spec}
+
+    def crd(self, storage: str, served: tuple[str, ...]) -> dict:
+        crd = make_crd(self.group, self.plural, self.kind, [(v, True, v == storage) for v in served])
+        for v in crd["spec"]["versions"]:
+            v["schema"] = {"openAPIV3Schema": self.schema(v["name"])}
+        if self.conversion and len(served) > 1:
+            crd["spec"]["conversion"] = self.conversion
+        return crd
+
+    # per column ---------------------------------------------------------------------------------
+    def schema(self, version: str) -> dict:
+        raise NotImplementedError
+
+    def before(self, i: int) -> dict:
+        raise NotImplementedError
+
+    def after(self, i: int) -> dict:
+        raise NotImplementedError
+
+    def changed(self, spec: dict) -> object:
+        """The value that `after` changed, read from a v1beta1 spec."""
+        raise NotImplementedError
+
+    def dropped_present(self, spec: dict) -> bool:
+        """Whether the optional field that `after` no longer declares is still in a v1beta1 spec."""
+        raise NotImplementedError
+
+    def patch_after(self, i: int) -> dict:
+        """The POSTing client's re-write at v1beta1: a merge patch with the same change and removal."""
+        raise NotImplementedError
+
+    def third_manager(self, i: int) -> dict:
+        """A spec that changes the value every client set (to conflict with its owner)."""
+        raise NotImplementedError
+
+    # kubectl's client-side apply prunes by diffing against its last-applied annotation, which keeps the names
+    # of the version it last applied at: across a rename it cannot know which new field was its own.
+    client_side_prunes_across_conversion = True
+
+
+class NoneColumn(Column):
+    """conversion None: v1alpha1 and v1beta1 have the same fields."""
+
+    def schema(self, version: str) -> dict:
+        spec = _obj(size=INT, color=STR, tier=STR)
+        return _obj(apiVersion=STR, kind=STR, metadata={"type": "object"}, spec=spec)
+
+    def before(self, i: int) -> dict:
+        return {"size": i, "color": "blue", "tier": "gold"}
+
+    def after(self, i: int) -> dict:
+        return {"size": i + 100, "color": "blue"}
+
+    def changed(self, spec: dict) -> object:
+        return spec.get("size")
+
+    def dropped_present(self, spec: dict) -> bool:
+        return "tier" in spec
+
+    def patch_after(self, i: int) -> dict:
+        return {"spec": {"size": i + 100, "tier": None}}
+
+    def third_manager(self, i: int) -> dict:
+        return {"size": 7}
+
+
+class WebhookColumn(Column):
+    """conversion Webhook (tests/controlplane/webhook.py): spec.size is renamed spec.replicas, the often equal
+    spec.primaryZone / spec.backupZone move to spec.zones.primary / .backup, the list-map spec.ports changes
+    its key from `name` to `portName`, and spec.endpoint is split into spec.host and spec.port."""
+
+    client_side_prunes_across_conversion = False
+
+    def schema(self, version: str) -> dict:
+        return widget_schemas()[version]
+
+    def before(self, i: int) -> dict:
+        return {"size": i, "color": "blue", "primaryZone": "eu-1", "backupZone": "eu-1",
+                "ports": [{"name": "http", "number": 8080}], "endpoint": f"svc-{i}:8080"}
+
+    def after(self, i: int) -> dict:
+        return {"replicas": i + 100, "color": "blue", "zones": {"primary": "eu-1"},
+                "ports": [{"portName": "http", "number": 8080}], "host": f"svc-{i}", "port": "8080"}
+
+    def changed(self, spec: dict) -> object:
+        return spec.get("replicas")
+
+    def dropped_present(self, spec: dict) -> bool:
+        return "backup" in (spec.get("zones") or {})
+
+    def patch_after(self, i: int) -> dict:
+        return {"spec": {"replicas": i + 100, "zones": {"backup": None}}}
+
+    def third_manager(self, i: int) -> dict:
+        return {"replicas": 7}
+
+
+def object_names(client: str) -> list[str]:
+    return [f"{client}-{i:02d}" for i in range(COUNTS[client])]
+
+
+def seed(kube, kubectl: Kubectl, flux: Flux, col: Column) -> None:
+    """Each client writes its objects at v1alpha1, the CRD's only version."""
+    kube.apply_crd(col.crd("v1alpha1", ("v1alpha1",)))
+    docs = {c: [col.doc("v1alpha1", n, col.before(i)) for i, n in enumerate(object_names(c))] for c in COUNTS}
+    res = flux.apply(docs["flux"]).check()
+    assert res.applied == COUNTS["flux"] and res.changed == COUNTS["flux"], res
+    kubectl.apply(docs["argo"], server_side=True, field_manager=OWNER["argo"]).check()
+    kubectl.apply(docs["csa"]).check()
+    for doc in docs["post"]:
+        kube.request("POST", col.path("v1alpha1"), doc, query={"fieldManager": OWNER["post"]})
+
+
+def run_role(cluster, tmp_path: Path, cols: list[Column]):
+    """Release N (both versions, storage v1beta1), then N+1 (v1beta1 only), for every column's CRD at once."""
+    release, target = tmp_path / "release.yaml", tmp_path / "target.yaml"
+    release.write_text(yaml.safe_dump_all([c.crd("v1beta1", ("v1alpha1", "v1beta1")) for c in cols]))
+    target.write_text(yaml.safe_dump_all([c.crd("v1beta1", ("v1beta1",)) for c in cols]))
+    host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+            "crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0],
+            "crd_upgrade_release_manifests": [str(release)], "crd_upgrade_target_manifests": [str(target)],
+            "crd_upgrade_crd_names": [c.crd_name for c in cols], "crd_upgrade_settle_seconds": 0}
+    inventory = {"all": {"children": {"clusters": {"hosts": {"clients-cluster": host}}}}}
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    extra_vars = json.dumps({"crd_upgrade_waves": [1], "crd_upgrade_report_dir": str(tmp_path / "report")})
+    return ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(REPO / "playbooks" / "fleet_upgrade.yml"),
+                            "-e", extra_vars)
+
+
+def reapply_after(kube, kubectl: Kubectl, flux: Flux, col: Column) -> dict[str, object]:
+    """Every client writes its changed manifest at v1beta1, none forced (Flux applies as Flux always does)."""
+    docs = {c: [col.doc("v1beta1", n, col.after(i)) for i, n in enumerate(object_names(c))] for c in COUNTS}
+    flux_res = flux.apply(docs["flux"])
+    argo = kubectl.apply(docs["argo"], server_side=True, field_manager=OWNER["argo"])
+    csa = kubectl.apply(docs["csa"])
+    for i, name in enumerate(object_names("post")):
+        kube.request("PATCH", col.path("v1beta1", name), col.patch_after(i), "application/merge-patch+json",
+                     query={"fieldManager": OWNER["post"]})
+    return {"flux": flux_res, "argo": argo, "csa": csa}
+
+
+def objects(kube, col: Column) -> dict[str, dict]:
+    return {o["metadata"]["name"]: o for o in kube.get(col.path("v1beta1"))["items"]}
+
+
+def third_manager_conflicts(kubectl: Kubectl, col: Column, client: str) -> str:
+    """A non-forced server-side dry-run apply by `helm` of the value each object's client owns: kubectl goes
+    on past each failed object, so its stderr holds one error per object."""
+    docs = [col.doc("v1beta1", n, col.third_manager(i)) for i, n in enumerate(object_names(client))]
+    return kubectl.apply(docs, server_side=True, field_manager="helm", dry_run="server").stderr
+
+
+@pytest.fixture(scope="module")
+def upgraded(cluster, kube, tmp_path_factory):
+    """The columns, seeded by the real clients at v1alpha1, then upgraded by one role run."""
+    tmp = tmp_path_factory.mktemp("real-clients")
+    kubectl = Kubectl(cluster.kubeconfig, cluster.contexts()[0])
+    flux = Flux(cluster.kubeconfig, cluster.contexts()[0])
+    kube.ensure_namespace(NS)
+    webhook = WebhookServer(cluster.pki, tmp / "webhook").start()
+    suffix = uuid.uuid4().hex[:6]
+    cols: dict[str, Column] = {
+        "None": NoneColumn("None", f"none{suffix}.clients.crdops.test"),
+        "Webhook": WebhookColumn("Webhook", f"hook{suffix}.clients.crdops.test", conversion=conversion_spec(webhook)),
+    }
+    for col in cols.values():
+        seed(kube, kubectl, flux, col)
+    proc = run_role(cluster, tmp, list(cols.values()))
+    yield cols, kubectl, flux, proc
+    webhook.stop()
+
+
+def kubectl_errors(stderr: str) -> str:
+    """kubectl's error lines (the server's messages) with their counts, without its advice paragraphs."""
+    lines = Counter(line.strip() for line in stderr.splitlines()
+                    if line.startswith(("Apply failed", "error:", "Error from server")))
+    return "; ".join(f"{n}x {line}" for line, n in lines.items()) or stderr.strip()[:300]
+
+
+def check_reapply(kube, kubectl: Kubectl, flux: Flux, col: Column) -> list[str]:
+    """Every client re-applies its changed manifest; what went wrong, one line per check."""
+    problems = []
+    results = reapply_after(kube, kubectl, flux, col)
+    fr = results["flux"]
+    if not fr.ok or (fr.applied, fr.changed) != (COUNTS["flux"], COUNTS["flux"]):
+        problems.append(f"flux: applied {fr.applied}, changed {fr.changed} of {COUNTS['flux']}: {fr.error}")
+    for client in ("argo", "csa"):
+        if not results[client].ok:
+            problems.append(f"{client}: kubectl apply failed: {kubectl_errors(results[client].stderr)}")
+    after = objects(kube, col)
+    for client in COUNTS:
+        names = object_names(client)
+        landed = [n for i, n in enumerate(names) if col.changed(after[n]["spec"]) == col.changed(col.after(i))]
+        if landed != names:
+            problems.append(f"{client}: changed value landed on {len(landed)}/{len(names)}")
+        # the dropped field is gone: pruned by server-side apply for an Apply manager; for client-side apply by
+        # the three-way patch of kubectl's last-applied annotation; for the POSTing client by its merge patch
+        if client == "csa" and not col.client_side_prunes_across_conversion:
+            continue
+        kept = [n for n in names if col.dropped_present(after[n]["spec"])]
+        if kept:
+            problems.append(f"{client}: field dropped from the manifest still there on {len(kept)}/{len(names)}")
+    # no object lost its ownership to the apiserver's stand-in for stripped managedFields
+    stand_ins = [n for n, o in after.items()
+                 if any(e.get("manager") == "before-first-apply" for e in o["metadata"].get("managedFields", []))]
+    if stand_ins:
+        problems.append(f"before-first-apply entries on {len(stand_ins)}/{TOTAL} objects")
+    return problems
+
+
+def check_conflicts(kubectl: Kubectl, col: Column) -> list[str]:
+    """A third manager (no force) changing a value each client owns conflicts, naming that client only."""
+    problems = []
+    for client in COUNTS:
+        err = third_manager_conflicts(kubectl, col, client)
+        named = err.count(f'conflict with "{OWNER[client]}"')
+        if err.count("Apply failed with") != COUNTS[client] or named != COUNTS[client]:
+            problems.append(f"{client}: {named}/{COUNTS[client]} conflicts name {OWNER[client]}: {kubectl_errors(err)}")
+        if "before-first-apply" in err:
+            problems.append(f"{client}: conflicts name before-first-apply")
+    return problems
+
+
+def check_noop(kube, kubectl: Kubectl, flux: Flux, col: Column) -> list[str]:
+    """An unchanged re-apply by every client writes nothing."""
+    problems = []
+    rv_before = {n: o["metadata"]["resourceVersion"] for n, o in objects(kube, col).items()}
+    again = reapply_after(kube, kubectl, flux, col)
+    if not again["flux"].ok or set(again["flux"].actions().values()) != {"unchanged"}:
+        problems.append(f"flux: unchanged re-apply: {again['flux'].actions()} {again['flux'].error}")
+    if not (again["argo"].ok and again["csa"].ok) or "unchanged" not in again["csa"].stdout:
+        problems.append(f"kubectl: unchanged re-apply: {kubectl_errors(again['argo'].stderr)} / "
+                        f"{again['csa'].stdout.strip()} {kubectl_errors(again['csa'].stderr)}")
+    rv_after = {n: o["metadata"]["resourceVersion"] for n, o in objects(kube, col).items()}
+    rewritten = sorted(n for n in rv_before if rv_after[n] != rv_before[n])
+    if rewritten:
+        problems.append(f"unchanged re-apply wrote {len(rewritten)} objects: {rewritten}")
+    return problems
+
+
+@pytest.mark.parametrize("conversion", ["None", "Webhook"])
+def test_real_clients_after_the_role(cluster, kube, upgraded, conversion):
+    cols, kubectl, flux, proc = upgraded
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    col = cols[conversion]
+    crd = kube.get_crd(col.crd_name)
+    assert [v["name"] for v in crd["spec"]["versions"]] == ["v1beta1"]
+    assert crd["status"]["storedVersions"] == ["v1beta1"]
+    scan = etcd_reader.scan_storage(cluster.etcd_url, col.group, col.plural)
+    assert scan.total == TOTAL and dict(scan.counts) == {f"{col.group}/v1beta1": TOTAL}
+
+    problems = check_reapply(kube, kubectl, flux, col)
+    problems += check_conflicts(kubectl, col)
+    problems += check_noop(kube, kubectl, flux, col)
+    assert not problems, f"conversion {conversion}:\n" + "\n".join(problems)
+
+    # other everyday kubectl verbs work on the upgraded CRD
+    kubectl.run("label", col.resource(), "--all", "-n", NS, "checked=yes").check()
+    listed = kubectl.get(col.resource(), namespace=NS)["items"]
+    assert len(listed) == TOTAL and all(o["metadata"]["labels"].get("checked") == "yes" for o in listed)
+
+    scan = etcd_reader.scan_storage(cluster.etcd_url, col.group, col.plural)
+    assert scan.total == TOTAL and dict(scan.counts) == {f"{col.group}/v1beta1": TOTAL}
+    reliability.record(f"real clients (Flux ssa, kubectl) across the role, conversion {conversion}",
+                       f"every client re-applies at v1beta1 without force; pruned; conflicts name the owner; "
+                       f"no before-first-apply; no-op re-apply on {TOTAL} of {TOTAL}",
+                       TOTAL, scan.total, True)
