@@ -71,7 +71,8 @@ def crd_upgrade_step(value, step, *args, **kwargs):
     try:
         function = STEPS[step]
     except (KeyError, TypeError):
-        raise AnsibleFilterError("crd_upgrade_step: no step %r; the steps are %s" % (step, ", ".join(sorted(STEPS))))
+        raise AnsibleFilterError("crd_upgrade_step: no step %r; the steps are %s"
+                                 % (step, ", ".join(sorted(STEPS)))) from None
     return function(value, *args, **kwargs)
 
 
