@@ -36,7 +36,7 @@ build-kcm:        ## also build kube-controller-manager (benchmark against the i
 down:             ## stop clusters left running by `make demo`
 	. tools/env.sh && python -m tests.controlplane down
 
-bench:            ## issue 13 benchmark: gentleness + role (< 25 min; ARGS=--quick | --suites throughput,fleet | --reps N)
+bench:            ## benchmark: gentleness + role (< 25 min; ARGS=--quick | --suites throughput,fleet | --reps N)
 	. tools/env.sh && python benchmarks/run.py $(ARGS)
 
 docs:             ## HTML docs site (modules, role, guides) into build/docs/html, offline

@@ -76,7 +76,7 @@ def inventory(clusters, release: tuple[Path, Path], report_dir: Path) -> dict:
     return {"all": {"children": {"clusters": {"hosts": hosts, "vars": {
         "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
         "crd_upgrade_release_manifests": [str(release[0])], "crd_upgrade_target_manifests": [str(release[1])],
-        "crd_upgrade_settle_seconds": 1, "crd_upgrade_progress_interval": 1}}},
+        "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_progress_interval": 1}}},
         "vars": {"crd_upgrade_report_dir": str(report_dir)}}}
 
 
@@ -142,7 +142,7 @@ def run(args) -> dict:
                 time.sleep(1)
             sampler.stop()
             playbook_s = time.monotonic() - t1
-        report = json.loads((work / "report" / "fleet-report.json").read_text())
+        report = json.loads((work / "report" / "latest" / "fleet-report.json").read_text())
         checks = {"ansible-playbook rc 0": proc.returncode == 0}
         checks.update(check_report(report, names, args.objects, args.waves))
         etcd = {}
@@ -159,7 +159,7 @@ def run(args) -> dict:
                     start_clusters_s=round(t_up - t0, 1), seed_s=round(t_seed - t_up, 1), playbook_s=round(playbook_s, 1),
                     per_cluster_role_s=per_cluster_s, summary=report["summary"], rss=sampler.to_dict(),
                     apiserver_peak_mb=server_peak["apiserver"], etcd_peak_mb=server_peak["etcd"],
-                    etcd=etcd, log=str(work / "ansible.log"), report=str(work / "report" / "fleet-report.json"),
+                    etcd=etcd, log=str(work / "ansible.log"), report=str(work / "report" / "latest" / "fleet-report.json"),
                     command="python " + shlex.join(sys.argv))
     finally:
         for c in clusters:

@@ -110,8 +110,8 @@ def run_all(args, ctx: dict, sets: dict, result: dict) -> None:
         rep = work / "audit-report"
         inv = write_inventory(work / "inventory-a.json", fleet_world.inventory(world, hosts, rep, python))
         out = fleet_runs.run_playbook(ctx, "audit", "fleet_audit.yml", inv, args.forks, {})
-        result["runs"]["audit"] = figures("audit", out, hosts, world, rep)
-        checks = fleet_runs.check_report(load_report(rep / "fleet-report.json"), hosts, args.objects, True)
+        result["runs"]["audit"] = figures("audit", out, hosts, world, rep / "latest")
+        checks = fleet_runs.check_report(load_report(rep / "latest" / "fleet-report.json"), hosts, args.objects, True)
         result["checks"].update({f"audit: {k}": v for k, v in checks.items()})
         progress("audit", result["runs"]["audit"])
     extra = {"crd_upgrade_waves": WAVES, "crd_upgrade_max_fail_percentage": fleet_runs.max_fail_percentage(WAVES, hosts)}
@@ -119,9 +119,9 @@ def run_all(args, ctx: dict, sets: dict, result: dict) -> None:
         rep = work / "upgrade-report"
         inv = write_inventory(work / "inventory-u.json", fleet_world.inventory(world, hosts, rep, python))
         out = fleet_runs.run_playbook(ctx, "upgrade", "fleet_upgrade.yml", inv, args.forks, extra)
-        result["runs"]["upgrade"] = dict(figures("upgrade", out, hosts, world, rep), rc=out["rc"], extra_vars=extra,
+        result["runs"]["upgrade"] = dict(figures("upgrade", out, hosts, world, rep / "latest"), rc=out["rc"], extra_vars=extra,
                                          wave_sizes=fleet_runs.wave_sizes(WAVES, len(hosts)))
-        checks = fleet_runs.check_report(load_report(rep / "fleet-report.json"), hosts, args.objects, False)
+        checks = fleet_runs.check_report(load_report(rep / "latest" / "fleet-report.json"), hosts, args.objects, False)
         checks.update(fleet_runs.check_etcd(world, hosts, args.objects))
         result["checks"].update({f"upgrade: {k}": v for k, v in checks.items()})
         progress("upgrade", result["runs"]["upgrade"])
@@ -129,8 +129,8 @@ def run_all(args, ctx: dict, sets: dict, result: dict) -> None:
         rep = work / "rerun-report"
         inv = write_inventory(work / "inventory-r.json", fleet_world.inventory(world, hosts, rep, python))
         out = fleet_runs.run_playbook(ctx, "rerun", "fleet_upgrade.yml", inv, args.forks, extra)
-        result["runs"]["rerun"] = dict(figures("rerun", out, hosts, world, rep), rc=out["rc"])
-        checks = fleet_runs.check_report(load_report(rep / "fleet-report.json"), hosts, args.objects, False, rerun=True)
+        result["runs"]["rerun"] = dict(figures("rerun", out, hosts, world, rep / "latest"), rc=out["rc"])
+        checks = fleet_runs.check_report(load_report(rep / "latest" / "fleet-report.json"), hosts, args.objects, False, rerun=True)
         result["checks"].update({f"rerun: {k}": v for k, v in checks.items()})
         progress("rerun", result["runs"]["rerun"])
     if "sliced" in args.runs:
@@ -146,10 +146,10 @@ def run_sliced(args, ctx: dict, hosts: list, result: dict, python: str) -> None:
     inventory = fleet_world.inventory(world, hosts, rep, python)
     forks = max(1, math.ceil(args.forks / args.slices))
     out = fleet_runs.run_sliced(ctx, hosts, inventory, args.slices, forks, extra)
-    result["runs"]["sliced"] = dict(figures("sliced", out, hosts, world, rep), slice_rcs=out["rcs"],
+    result["runs"]["sliced"] = dict(figures("sliced", out, hosts, world, rep / "latest"), slice_rcs=out["rcs"],
                                     merge_rc=out["merge_rc"], merge_s=out["merge_s"], slices=args.slices,
                                     forks_per_slice=forks, extra_vars=extra)
-    merged = load_report(rep / "fleet-report.json")
+    merged = load_report(rep / "latest" / "fleet-report.json")
     checks = fleet_runs.check_report(merged, hosts, args.objects, False)
     checks["merged report lists every slice"] = merged.get("slices") == [str(k + 1) for k in range(args.slices)]
     checks.update(fleet_runs.check_etcd(world, hosts, args.objects))

@@ -44,7 +44,8 @@ from tests.integration.seed import flip_storage  # noqa: E402
 
 def playbook(work: Path, cluster, crd_name: str, args) -> Path:
     task = {"kubeconfig": str(cluster.kubeconfig), "context": cluster.contexts()[0], "names": [crd_name],
-            "progress_interval": args.progress_interval, "run_on_controller": args.run_on_controller}
+            "progress_interval": args.progress_interval, "run_on_controller": args.run_on_controller,
+            "drain_window": 1}  # flipped just before by this script, no request held across it
     play = [{"name": "million", "hosts": "localhost", "connection": "local", "gather_facts": False,
              "vars": {"ansible_python_interpreter": "{{ ansible_playbook_python }}"},
              "tasks": [{"name": "migrate", "crdops.migration.crd_storage_migrate": task, "register": "migrated"},

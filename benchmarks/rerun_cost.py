@@ -43,7 +43,7 @@ def playbook(work: Path, cluster: Any, crd_name: str) -> Path:
     play = [{"name": "rerun cost", "hosts": "localhost", "gather_facts": False, "tasks": [
         {"name": "migrate", "crdops.migration.crd_storage_migrate": {
             "kubeconfig": str(cluster.kubeconfig), "context": cluster.contexts()[0], "names": [crd_name],
-            "workers": 16}, "register": "out"},
+            "workers": 16, "drain_window": 1}, "register": "out"},
         {"name": "counts", "ansible.builtin.debug": {"msg": "{{ out.crds | map(attribute='rewritten') | list }}"}}]}]
     path = work / "play.json"
     path.write_text(json.dumps(play))

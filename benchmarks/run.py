@@ -1,8 +1,8 @@
 """Side-by-side storage-migration benchmark on a real local control plane (kube-apiserver + etcd 1.37).
 
-    python benchmarks/run.py                  # issue 13: suites gentle + role, 2 repetitions (make bench)
+    python benchmarks/run.py                  # the performance targets: suites gentle + role, 2 repetitions (make bench)
     python benchmarks/run.py --quick          # smoke run: small N, one repetition, prints only
-    python benchmarks/run.py --suites throughput,fleet    # issue 7's side by side (ceiling, ours, ansible, ...)
+    python benchmarks/run.py --suites throughput,fleet    # every contender side by side (ceiling, ours, ansible, ...)
 
 The code is the package benchmarks/crdops_bench/ (its docstring lists the modules); `--help` lists the options.
 Every result is checked in etcd (100% of the keys at v1beta1); a wrong answer is reported as FAILED.

@@ -44,7 +44,7 @@ def inventory(cluster, crd_name: str, qps: float, minutes: float) -> dict:
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
         "crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0],
         "crd_upgrade_crd_names": [crd_name], "crd_upgrade_etcd_url": cluster.etcd_url,
-        "crd_upgrade_max_qps": qps, "crd_upgrade_progress_interval": 1, "crd_upgrade_settle_seconds": 0,
+        "crd_upgrade_max_qps": qps, "crd_upgrade_progress_interval": 1, "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1,
         "crd_upgrade_timeout": int(minutes * 60 * 2 + 600)}}}}}}
 
 

@@ -59,7 +59,7 @@ rc=${PIPESTATUS[0]}
 t_done=$(date +%s)
 
 echo
-echo "== report: $DIR/report/fleet-report.md  (.json, .html)"
+echo "== report: $DIR/report/latest/fleet-report.md  (.json, .html)"
 echo "== timings: clusters+seed $((t_seeded - t0))s, audit $((t_audit - t_seeded))s, upgrade $((t_done - t_audit))s, total $((t_done - t0))s"
 if (( DOWN )); then
   python -m tests.controlplane down --dir "$DIR"

@@ -10,7 +10,8 @@
   probe        a second client timing GET / LIST every 50 ms: what a migration costs everyone else
   suites       what one run measures (gentle, role, throughput, fleet)
   stats        medians over repetitions
-  ratios       issue 13's targets (and issue 7's ratios) from the rows of one run
+  ratios       the performance targets (gentleness, throughput shares, fixed overhead, rerun) and the
+               side-by-side ratios, from the rows of one run
   report       tables, and the generated block of docs/performance.md
   notes        what the numbers mean and which targets the run cannot show
   page         the generated block: set-up, contenders, ratios, tables

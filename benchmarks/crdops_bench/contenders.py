@@ -127,7 +127,8 @@ class Bench:
     def ansible(self, group: str, workers: int | None, ready=nothing, force: bool = False) -> dict:
         """One crdops.migration.crd_storage_migrate task, as users run it (wall clock incl. Ansible start-up);
         workers None: the module's default."""
-        task = dict(self.migrator.engine_auth(), names=[data.crd_name(group)], force=force)
+        # the harness flipped the storage seconds ago and holds no request across it: a short drain window
+        task = dict(self.migrator.engine_auth(), names=[data.crd_name(group)], force=force, drain_window=1)
         if workers:
             task["workers"] = workers
         play = [{"name": "bench", "hosts": "all", "gather_facts": False,

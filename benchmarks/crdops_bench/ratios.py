@@ -1,4 +1,5 @@
-"""Issue 13's targets (and issue 7's side-by-side ratios), computed from the rows of one run.
+"""The performance targets (gentleness, throughput shares, fixed overhead, rerun) and the side-by-side ratios,
+computed from the rows of one run.
 
 Each ratio is (name, value, target, met, pace): `met` is None for a ratio without a target, `pace` names the
 setting the ours-numbers ran with. Throughput ratios are ours ÷ other, so higher is better for us.

@@ -85,7 +85,7 @@ def phase_table(raw: list) -> str:
     return "\n".join(lines)
 
 
-# ---- throughput (issue 7's side by side) ------------------------------------------------------------
+# ---- throughput: every contender side by side at each N -------------------------------------------------
 def throughput_table(raw: list, fleet_qps: float) -> str:
     lines = ["| contender | N | median s | min–max s | median obj/s | runs | etcd |", "|---|---:|---:|---:|---:|---:|---|"]
     names = [c for c in THROUGHPUT if c != "in-tree"] + ["rerun", "rerun-ansible", "in-tree", "in-tree-active"]

@@ -2,7 +2,7 @@
 afterwards (a wrong answer is a FAILED row, never a fast one) and removes the data again.
 
   gentle      the probe's GET/LIST latency idle vs during, and the throughput, of ceiling, ours-gentle,
-              ours-max, in-tree and kubectl at one N (issue 13's gentleness and ratio targets)
+              ours-max, in-tree and kubectl at one N (the gentleness and throughput-share targets)
   role        the crd_upgrade role end to end at each N, its re-store task, its fixed overhead, and a rerun
   throughput  ceiling, ours (default and best workers), ansible-playbook, forced re-pass, in-tree, kubectl
               at each N, with the engine's peak RSS
@@ -132,13 +132,13 @@ class Runner:
 
     def module_rerun(self, n: int, rep: int) -> None:
         """crd_storage_migrate in a playbook, then the same playbook again (the record skips the CRD, one
-        managedFields-only LIST remains): issue 13's rerun ÷ first."""
+        managedFields-only LIST remains): the rerun ÷ first target."""
         b = self.bench
         g, _row = self.once("role", "m", "module", n, rep, lambda g: b.ansible(g, None), keep=True)
         self.record("role", "module-rerun", n, rep, b.ansible(g, None), b.verify(g, n))
         b.drop(g)
 
-    # ---- throughput (the side-by-side of issue 7) ------------------------------------------------
+    # ---- throughput: every contender side by side at each N ---------------------------------------
     def throughput_contender(self, name: str, n: int, rep: int) -> None:
         b, w = self.bench, self.args.best_workers
         if name == "ceiling":
@@ -194,7 +194,7 @@ class Runner:
         with ThreadPoolExecutor(len(members)) as ex:
             list(ex.map(lambda ck: data.seed(ck[1], ck[0].etcd_url, group, n), members))
         task = {"kubeconfig": "{{ kc }}", "context": "{{ ctx }}", "names": [data.crd_name(group)],
-                "workers": self.args.best_workers, "max_qps": self.args.fleet_qps}
+                "workers": self.args.best_workers, "max_qps": self.args.fleet_qps, "drain_window": 1}
         play = [{"name": "bench", "hosts": "all", "gather_facts": False,
                  "tasks": [{"name": "migrate", "crdops.migration.crd_storage_migrate": task}]}]
         inventory = {"all": {"hosts": {h: {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",

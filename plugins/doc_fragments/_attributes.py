@@ -9,18 +9,22 @@ from __future__ import annotations
 
 class ModuleDocFragment:
 
-    # Descriptions only; each module states its support level.
+    # The descriptions, and the support most modules have: full check mode, no diff, idempotent. A module states
+    # only what differs, and its details (ansible-doc merges the module's keys over these).
     DOCUMENTATION = r'''
 options: {}
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
   diff_mode:
     description: Will return details on what has changed (or possibly needs changing in diff_mode), when in diff mode.
+    support: none
   idempotent:
     description:
       - When run twice in a row outside check mode, with the same arguments, the second invocation
         indicates no change.
+    support: full
 '''
 
     ACTIONGROUP_CRDOPS = r'''

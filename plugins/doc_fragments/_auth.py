@@ -9,8 +9,12 @@ from __future__ import annotations
 
 class ModuleDocFragment:
 
-    # Same options, aliases and environment variables as kubernetes.core.k8s_auth_options.
+    # Same options, aliases and environment variables as kubernetes.core.k8s_auth_options; the client they
+    # configure is the kubernetes library's, so its range is stated here once for every module (ansible-doc adds
+    # it to a module's own requirements).
     DOCUMENTATION = r'''
+requirements:
+  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
 options:
   kubeconfig:
     description:

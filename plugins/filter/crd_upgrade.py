@@ -77,6 +77,18 @@ def crd_upgrade_doubts(crds):
     return out
 
 
+def _manager_words(tally):
+    words = "%s (%s) %d objects: %d changed" % (tally.get("manager"), tally.get("operation"), tally.get("objects", 0),
+                                                tally.get("changed", 0))
+    if tally.get("operation") == "Apply":
+        words += ", %d conflicts named it" % tally.get("conflicts_named", 0)
+    if tally.get("unchanged_only"):
+        words += ", %d unchanged only" % tally["unchanged_only"]
+    if tally.get("failed"):
+        words += ", %d FAILED" % tally["failed"]
+    return words
+
+
 def crd_upgrade_client_summary(crds):
     """One line per CRD of crd_client_check's ``crds``."""
     out = []
@@ -84,13 +96,38 @@ def crd_upgrade_client_summary(crds):
         line = "%s: %d objects listed, %d checked, %d applies and %d probes" % (
             crd.get("name"), crd.get("listed", 0), crd.get("checked_objects", 0), crd.get("applies", 0),
             crd.get("probes", 0))
-        if crd.get("managers"):
+        if crd.get("by_manager"):
+            line += " (%s)" % "; ".join(_manager_words(t) for t in crd["by_manager"])
+        elif crd.get("managers"):
             line += " (managers %s)" % ", ".join(crd["managers"])
         if not crd.get("ok", True):
             line += ", FAILED: %d failed, %d objects with entries at removed versions" % (
                 crd.get("failed", 0), crd.get("stale_objects", 0))
         out.append(line)
     return out
+
+
+def crd_upgrade_client_records(crds, broken_clients=None):
+    """crd_client_check's ``crds``, each with the ``broken_clients`` (writers.yml) of its CRD."""
+    out = []
+    for crd in crds or []:
+        mine = [c for c in broken_clients or [] if c.get("crd") == crd.get("name")]
+        out.append(dict(crd, broken_clients=mine))
+    return out
+
+
+def crd_upgrade_managed_fields_managers(passes):
+    """Per CRD and manager what crd_storage_migrate's passes did to managedFields entries (``managed_fields_managers``),
+    and which managers lost ownership (``managed_fields_ownership_reduced``), each tagged with its CRD and pass.
+
+    ``passes`` is a list of ``{"when": <pass>, "crds": <crd_storage_migrate crds>}``."""
+    managers, reduced = [], []
+    for one in passes or []:
+        for crd in one.get("crds") or []:
+            tag = {"crd": crd.get("name"), "pass": one.get("when")}
+            managers.extend(dict(m, **tag) for m in crd.get("managed_fields_managers") or [])
+            reduced.extend(dict(r, **tag) for r in crd.get("managed_fields_ownership_reduced") or [])
+    return {"managers": managers, "ownership_reduced": reduced}
 
 
 class FilterModule:

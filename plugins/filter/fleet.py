@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import re
+
+from ansible_collections.crdops.migration.plugins.module_utils._crdops import fleet_report, report_runs
 
 
 class AnsibleFilterError(ValueError):
@@ -80,16 +83,7 @@ def crd_upgrade_iso_utc(epoch):
 
 def crd_upgrade_fleet_summary(clusters):
     """Counts over the per-cluster results of a fleet report."""
-    clusters = list(clusters or [])
-
-    def total(key):
-        return sum(int((c.get("totals") or {}).get(key) or 0) for c in clusters)
-
-    summary = {"clusters": len(clusters)}
-    for status in STATUSES:
-        summary[status.replace(" ", "_")] = sum(1 for c in clusters if c.get("status") == status)
-    summary.update(objects=total("objects"), rewritten=total("rewritten"), failed_objects=total("failed"))
-    return summary
+    return fleet_report.summarize([fleet_report.enrich(c) for c in clusters or []])
 
 
 def _rank(cluster):
@@ -97,9 +91,13 @@ def _rank(cluster):
     return 0 if cluster.get("status") == "not run" else 1
 
 
-def crd_upgrade_report_merge(reports, title=None, generated=None):
+def crd_upgrade_report_merge(reports, title=None, generated=None, run=None):
     """One fleet report from the reports of the slices of a run (files or set_stats artifacts)."""
-    reports = [r for r in (reports or []) if isinstance(r, dict)]
+    newest = {}
+    for index, report in enumerate(r for r in (reports or []) if isinstance(r, dict)):
+        # reports come oldest first: a slice that ran again counts once, with its newest report
+        newest[str(report.get("slice") or "") or index] = report
+    reports = list(newest.values())
     if not reports:
         raise AnsibleFilterError("crd_upgrade_report_merge: no slice report to merge")
     by_name = {}
@@ -109,14 +107,43 @@ def crd_upgrade_report_merge(reports, title=None, generated=None):
             if name not in by_name or _rank(cluster) >= _rank(by_name[name]):
                 by_name[name] = cluster
     clusters = [by_name[name] for name in sorted(by_name)]
-    return {
+    return fleet_report.build(clusters, {
         "title": title or reports[0].get("title"),
         "generated": generated or crd_upgrade_iso_utc(datetime.datetime.now(datetime.timezone.utc).timestamp()),
         "check_mode": any(bool(r.get("check_mode")) for r in reports),
         "slices": sorted(str(r.get("slice") or "") for r in reports),
-        "summary": crd_upgrade_fleet_summary(clusters),
-        "clusters": clusters,
-    }
+        "run": run or {}})
+
+
+def crd_upgrade_fleet_report(clusters, title, generated, slice="", run=None):
+    """The fleet report from per-cluster results (crd_upgrade_report_clusters): summary, headline, failures first
+    with phase, cause and next step, one line per cluster, then each cluster's details (docs/report.md)."""
+    return fleet_report.build(list(clusters or []), {"title": title, "generated": generated, "slice": str(slice or ""),
+                                                     "check_mode": False, "run": run or {}})
+
+
+def crd_upgrade_result_lines(result):
+    """A cluster's ``crd_upgrade_result`` for the console: status line, one line per CRD that changed or will."""
+    return fleet_report.result_lines(result or {})
+
+
+def crd_upgrade_report_prune(root, keep, current=""):
+    """The run folders in the report directory ``root`` beyond the newest ``keep`` (``crd_upgrade_report_keep``),
+    oldest first; never ``current``, the folder ``latest`` points at, a link or a name the role did not make.
+
+    Read here on the controller, where the reports are, instead of by a find and a stat task: this runs at
+    the start of every playbook run, and nothing else on the controller needs the listing.
+    """
+    if not report_runs.keep_count(keep):
+        return []   # keep all, or a keep the role's input check refuses: no need to read the directory
+    try:
+        entries = list(os.scandir(root))
+    except FileNotFoundError:
+        return []
+    folders = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+    link = os.path.join(root, "latest")
+    latest = os.path.basename(os.path.normpath(os.readlink(link))) if os.path.islink(link) else ""
+    return report_runs.runs_to_prune(folders, keep, current=current or "", latest=latest)
 
 
 class FilterModule:
@@ -127,4 +154,7 @@ class FilterModule:
             "crd_upgrade_iso_utc": crd_upgrade_iso_utc,
             "crd_upgrade_fleet_summary": crd_upgrade_fleet_summary,
             "crd_upgrade_report_merge": crd_upgrade_report_merge,
+            "crd_upgrade_fleet_report": crd_upgrade_fleet_report,
+            "crd_upgrade_result_lines": crd_upgrade_result_lines,
+            "crd_upgrade_report_prune": crd_upgrade_report_prune,
         }

@@ -20,6 +20,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests import (
     Skipped, read_manifests, skipped_summary)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.report_runs import keep_count
 
 ROLE_DOC = "ansible-doc -t role crdops.migration.crd_upgrade"
 
@@ -65,6 +66,15 @@ def invalid_values(values: Mapping[str, Any], spec: Optional[Mapping[str, Any]],
     return ["%s - see %s" % ("; ".join(messages), ROLE_DOC)]
 
 
+def report_keep_error(values: Mapping[str, Any]) -> List[str]:
+    """crd_upgrade_report_keep must be a whole number >= 0: the argument spec's int takes -3, and a negative
+    count of run folders to keep has no meaning (the folders are then never pruned, and this says why)."""
+    if "crd_upgrade_report_keep" not in values or keep_count(values["crd_upgrade_report_keep"]) is not None:
+        return []
+    return ["crd_upgrade_report_keep: %r is not a number of run folders to keep: set a whole number, 0 or more "
+            "(0 keeps every run folder; default 30)" % (values["crd_upgrade_report_keep"],)]
+
+
 def _storage_versions(docs: Sequence[Mapping[str, Any]]) -> Dict[str, Optional[str]]:
     """``{CRD name: storage version}`` of CRD manifests (None for a CRD without a storage version)."""
     out: Dict[str, Optional[str]] = {}
@@ -104,7 +114,10 @@ def crd_upgrade_inputs(variables: Iterable[str], release: Any = (), target: Any 
                        installed: Any = ()) -> Dict[str, Any]:
     """Everything init needs from the role's variables, and ``errors`` (empty when all is well)."""
     errors = unknown_variables(variables, known_variables(spec, own))
-    errors += invalid_values(values or {}, spec, entry_point)
+    keep_errors = report_keep_error(values or {})
+    # said once: the spec's own int check would name the same variable again
+    checked = {k: v for k, v in (values or {}).items() if not (keep_errors and k == "crd_upgrade_report_keep")}
+    errors += keep_errors + invalid_values(checked, spec, entry_point)
     rel = _read(release, "crd_upgrade_release_manifests", errors)
     tgt = _read(target, "crd_upgrade_target_manifests", errors)
     # the release in place before the run: what it declares and release N drops is removed after the flip

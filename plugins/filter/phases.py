@@ -9,6 +9,9 @@ Documented in the sidecar .yml files of the same names.
 
 from __future__ import annotations
 
+from ansible_collections.crdops.migration.plugins.module_utils._crdops import fleet_report
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.run_plan import plan_of
+
 _NOT_YET = ("stored_after", "listed", "rewritten", "unchanged", "gone", "failed", "duration_s", "objects_per_s",
             "skipped", "first_failure")
 _PASS_COUNTS = ("listed", "rewritten", "unchanged", "gone", "failed", "duration_s", "objects_per_s", "skipped",
@@ -23,10 +26,10 @@ def _unique(items):
     return out
 
 
-def _planned(crd, release_storage):
+def _planned(crd, release_storage, switches, sample):
     storage_after = release_storage.get(crd["name"], crd.get("storage_version"))
     stored_after_flip = _unique(list(crd.get("stored_versions") or []) + [storage_after])
-    return {
+    entry = {
         "name": crd["name"], "stored_versions": crd.get("stored_versions"), "storage_version": crd.get("storage_version"),
         "storage_after_flip": storage_after, "object_count": crd.get("object_count"),
         # after the flip, anything stored but the new storage version needs the re-store
@@ -36,16 +39,29 @@ def _planned(crd, release_storage):
         "target_found": crd.get("target_found", False),
         "conversion": (crd.get("conversion") or {}).get("strategy", "None"),
         "migration_record_valid": (crd.get("migration_record") or {}).get("valid", False)}
+    entry["plan"] = plan_of(entry, crd.get("migration_record") or {}, switches, (sample or {}).get(crd["name"]))
+    return entry
 
 
-def crd_upgrade_plan(before, names, release_storage):
-    """The plan per CRD: every live CRD of ``before`` (crd_storage_info), then each of ``names`` not live yet."""
+def crd_upgrade_plan(before, names, release_storage, sample=None, migrate=True, trim=True, workers=8):
+    """The plan per CRD: every live CRD of ``before`` (crd_storage_info), then each of ``names`` not live yet.
+
+    Each entry's ``plan`` says what release N and the run will do to it (plan_of); ``sample`` is the preflight's
+    crd_storage_migrate ``crds`` (their dry-run latency estimates a duration when no record has a pace),
+    ``migrate``/``trim`` the role's switches, ``workers`` its writes in flight.
+    """
     release_storage = release_storage or {}
-    out = [_planned(crd, release_storage) for crd in before or []]
+    switches = {"migrate": bool(migrate), "trim": bool(trim), "workers": int(workers or 1)}
+    by_name = dict((c.get("name"), c) for c in sample or [])
+    out = [_planned(crd, release_storage, switches, by_name) for crd in before or []]
     live = [crd["name"] for crd in before or []]
-    out.extend({"name": n, "new": True, "stored_versions": [], "object_count": 0,
-                "storage_after_flip": release_storage.get(n), "needs_migration": False, "blocked_removals": [],
-                "removed_versions": [], "target_removes_storage": False} for n in names or [] if n not in live)
+    for name in names or []:
+        if name not in live:
+            entry = {"name": name, "new": True, "stored_versions": [], "object_count": 0,
+                     "storage_after_flip": release_storage.get(name), "needs_migration": False,
+                     "blocked_removals": [], "removed_versions": [], "target_removes_storage": False}
+            entry["plan"] = plan_of(entry, {}, switches, None)
+            out.append(entry)
     return out
 
 
@@ -79,6 +95,7 @@ def _from_plan(crd):
              "removed_versions": crd.get("removed_versions"), "conversion": crd.get("conversion", "None")}
     entry.update(dict.fromkeys(_NOT_YET))
     entry.update(trimmed=False, etcd=None, upgraded=False, read_back=None)  # the report's key order
+    entry.update(proof=None, managed_fields=None, storage_diff=None, client_check=None, plan=crd.get("plan"))
     return entry
 
 
@@ -97,22 +114,94 @@ class _ResultCrds:
         return list(self.by_name.values())
 
 
-def crd_upgrade_result_crds(plan, migrated=(), verified=(), trimmed=(), etcd=(), upgraded=(), read_back=None):
+def _etcd(record, want):
+    """The etcd scan as the report keeps it: keys at ``want`` (the storage version the run ends with) and in all."""
+    counts = record.get("counts") or {}
+    at_want = int(counts.get(want) or 0)
+    return {"key_count": record.get("key_count"), "counts": counts, "want": want, "at_want": at_want,
+            "ok": record.get("ok") if record.get("want") == want else at_want == (record.get("key_count") or 0)}
+
+
+def _group_version(name, version):
+    return "%s/%s" % (str(name).split(".", 1)[-1], version)
+
+
+def _planned_only(result, etcd):
+    """Check mode: what release N and the run will leave (the plan), nothing claimed as done; the etcd scan is
+    judged against the storage version release N sets, not today's."""
+    for entry in result.by_name.values():
+        plan = entry.get("plan") or {}
+        entry.update(storage_version=plan.get("storage_target", entry["storage_version"]),
+                     stored_after=plan.get("stored_after"))
+    result.overlay(etcd, lambda e: {"etcd": _etcd(e, _group_version(
+        e.get("name"), result.by_name[e["name"]]["storage_version"]))})
+    return result.values()
+
+
+def _managed_fields(m):
+    """What the pass did to managedFields entries at other versions (per manager where the pass says)."""
+    return {"rewritten": m.get("managed_fields_rewritten") or 0, "translated": m.get("managed_fields_translated") or 0,
+            "dropped": m.get("managed_fields_dropped") or 0, "objects": m.get("objects_with_stale_managed_fields") or 0,
+            "by_manager": m.get("managed_fields_managers")}
+
+
+def _proof(record):
+    """The migration record the verify read: valid for the live CRD or why not (drain adds how it was proven)."""
+    return {"record_valid": bool(record.get("valid")), "reason": record.get("reason"),
+            "completed_at": record.get("completedAt"), "kind": record.get("proof") or record.get("proofKind")}
+
+
+def _diff(d):
+    diff = d.get("storage_diff") or {}
+    if not diff.get("checked"):
+        return {"checked": False, "reason": diff.get("reason")}
+    return dict(dict((k, diff.get(k)) for k in ("compared", "would_change", "added", "removed", "changed")),
+                checked=True, keys=diff.get("key_count", diff.get("keys")))
+
+
+def _client(c):
+    return dict((k, c.get(k)) for k in ("ok", "listed", "checked_objects", "applies", "probes", "failed",
+                                        "stale_objects", "managers", "broken_clients", "by_manager"))
+
+
+def _followed(result, followed):
+    """Paths crd_release_follow removed from each live CRD (after release N, then N+1), in order."""
+    for record in followed or []:
+        entry = result.by_name.get(record.get("name"))
+        if entry is not None and record.get("removed"):
+            entry["crd_fields_removed"] = list(entry.get("crd_fields_removed") or []) + [
+                r.get("path") if isinstance(r, dict) else r for r in record["removed"]]
+
+
+def crd_upgrade_result_crds(plan, migrated=(), verified=(), trimmed=(), etcd=(), upgraded=(), read_back=None,
+                            check_mode=False, diff=(), client_check=(), followed=()):
     """One entry per CRD of the plan for ``crd_upgrade_result.crds``, from each phase's record.
 
     ``migrated`` is crd_storage_migrate's ``crds``, ``verified`` and ``upgraded`` crd_storage_info's after the
     re-store and after release N+1, ``trimmed`` crd_stored_versions_trim's, ``etcd`` crd_upgrade_etcd_records',
-    ``read_back`` the objects read back per CRD after the upgrade.
+    ``read_back`` the objects read back per CRD after the upgrade, ``diff`` crd_storage_info's with a storage diff,
+    ``client_check`` crd_client_check's ``crds``. In ``check_mode`` the entry is the plan:
+    ``storage_version`` and ``stored_after`` are what the run will leave, only ``listed`` comes from the pass.
     """
     result = _ResultCrds(plan)
-    result.overlay(migrated, lambda m: dict(dict((k, m.get(k)) for k in _PASS_COUNTS), first_failure=_first_failure(m)))
+    if check_mode:
+        result.overlay(migrated, lambda m: {"listed": m.get("listed"), "skipped": m.get("skipped"),
+                                            "first_failure": _first_failure(m)})
+        result.overlay(diff, lambda d: {"storage_diff": _diff(d)})
+        result.overlay(client_check, lambda c: {"client_check": _client(c)})
+        return _planned_only(result, etcd)
+    result.overlay(migrated, lambda m: dict(dict((k, m.get(k)) for k in _PASS_COUNTS), first_failure=_first_failure(m),
+                                            managed_fields=_managed_fields(m)))
+    result.overlay(diff, lambda d: {"storage_diff": _diff(d)})
+    result.overlay(client_check, lambda c: {"client_check": _client(c)})
     # the state after the last phase that read it: release N+1 if it was applied, else the verify
     result.overlay(upgraded or verified, lambda c: {"stored_after": c.get("stored_versions"),
                                                     "storage_version": c.get("storage_version")})
+    result.overlay(verified, lambda v: {"proof": _proof(v.get("migration_record") or {})})
     result.overlay(trimmed, lambda t: {"trimmed": t.get("changed"), "stored_after": t.get("stored_versions_after")})
-    result.overlay(etcd, lambda e: {"etcd": {"key_count": e.get("key_count"), "counts": e.get("counts"),
-                                             "ok": e.get("ok")}})
+    result.overlay(etcd, lambda e: {"etcd": _etcd(e, e.get("want"))})
     result.overlay(upgraded, lambda c: {"upgraded": True, "read_back": (read_back or {}).get(c["name"])})
+    _followed(result, followed)
     return result.values()
 
 
@@ -130,22 +219,24 @@ def crd_upgrade_report_clusters(hosts, hostvars):
     return out
 
 
-def crd_upgrade_plan_line(crd):
-    """One readable line about a CRD of the plan (crd_upgrade_plan)."""
-    if crd.get("new"):
-        text = "new CRD"
-    else:
-        storage, after = crd.get("storage_version"), crd.get("storage_after_flip")
-        text = "storedVersions %s, storage %s%s, %s objects" % (
-            ",".join(crd.get("stored_versions") or []), storage, " -> %s" % after if after != storage else "",
-            crd.get("object_count"))
-    if crd.get("needs_migration"):
-        text += ", needs re-store"
-    if crd.get("removed_versions"):
-        text += ", release N+1 removes " + ",".join(crd["removed_versions"])
-    if crd.get("blocked_removals"):
-        text += " (still stored: %s)" % ",".join(crd["blocked_removals"])
+def _crd_plan_line(crd):
+    plan = crd.get("plan") or {}
+    text = plan.get("action") or "nothing to do"
+    if plan.get("to_restore"):
+        text += " (%s; %s)" % (fleet_report.duration(plan.get("estimate_s")), plan.get("estimate_basis"))
+    for blocked in plan.get("blocked") or []:
+        text += "; blocked: %s (%s)" % (blocked["version"], blocked["why"])
     return "%s: %s" % (crd.get("name"), text)
+
+
+def crd_upgrade_plan_line(plan, cluster=None):
+    """The plan for the console: for the whole plan (a list), ``PLAN <cluster>: <summary>`` then one line per CRD;
+    for one entry, its line."""
+    if isinstance(plan, dict):
+        return _crd_plan_line(plan)
+    crds = list(plan or [])
+    head = fleet_report.plan_line(fleet_report.cluster_plan(crds))
+    return ["PLAN %s: %s" % (cluster or "", head)] + ["  " + _crd_plan_line(c) for c in crds]
 
 
 def crd_upgrade_storage_removed(plan):

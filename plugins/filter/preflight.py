@@ -70,7 +70,7 @@ def crd_upgrade_access_checks(existing, names=(), release=(), migrate=False, tri
         webhook = (crd.get("conversion") or {}).get("strategy", "None") == "Webhook" or crd.get("name") in webhook_release
         verbs = ["list"] + (["patch"] if migrate else []) + (["get"] if migrate and webhook else [])
         checks.extend(dict(_resource(crd), verb=v) for v in verbs)
-    # the pass Lease (issue 11): one pass per CRD at a time
+    # the pass Lease (one pass per CRD at a time): the re-store gets, creates, renews (update) and deletes it
     checks.extend({"group": "coordination.k8s.io", "resource": "leases", "verb": v, "namespace": lease_namespace}
                   for v in (LEASE_VERBS if migrate else ()))
     return _unique(checks + _canary_checks(existing, canary))

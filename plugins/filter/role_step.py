@@ -13,7 +13,8 @@ each unit-tested. Documented in crd_upgrade_step.yml.
 from __future__ import annotations
 
 from ansible_collections.crdops.migration.plugins.filter.crd_upgrade import (
-    crd_upgrade_client_summary, crd_upgrade_doubts, crd_upgrade_leftovers, crd_upgrade_refusals)
+    crd_upgrade_client_records, crd_upgrade_client_summary, crd_upgrade_doubts, crd_upgrade_leftovers,
+    crd_upgrade_managed_fields_managers, crd_upgrade_refusals)
 from ansible_collections.crdops.migration.plugins.filter.inputs import crd_upgrade_inputs
 from ansible_collections.crdops.migration.plugins.filter.managed_fields import (
     crd_upgrade_removed_versions, crd_upgrade_unmappable)
@@ -60,6 +61,8 @@ STEPS = {
     "doubts": crd_upgrade_doubts,
     "leftovers": crd_upgrade_leftovers,
     "client_summary": crd_upgrade_client_summary,
+    "client_records": crd_upgrade_client_records,
+    "managed_fields_managers": crd_upgrade_managed_fields_managers,
     # result and report
     "result_crds": crd_upgrade_result_crds,
     "report_clusters": crd_upgrade_report_clusters,

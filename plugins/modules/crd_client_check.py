@@ -11,13 +11,16 @@ short_description: Prove that server-side apply clients still work on the object
 version_added: 1.1.0
 author:
   - crdops.migration contributors (@crdops)
-requirements:
-  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
 description:
-  - For a sample of the objects of each selected CRD, re-applies as each field manager with an C(Apply)
-    entry in C(metadata.managedFields) exactly the fields that manager owns, with server-side apply,
-    C(dryRun=All) and no force. Objects without C(Apply) entries get a dry-run apply of their bare identity
-    by O(probe_manager). Every such request must succeed.
+  - For a sample of the objects of each selected CRD, applies as each field manager with an C(Apply) entry in
+    C(metadata.managedFields) the fields that manager owns with one value it owns changed, with server-side
+    apply, C(dryRun=All) and no force. That must succeed, and the same change by a manager that owns nothing
+    (C(crdops-client-check-rival)) must conflict naming the owner; an unchanged re-apply would succeed even where
+    ownership was lost. A value the schema refuses (HTTP 422) is skipped for another one; a manager owning no
+    value that can be changed re-applies its fields unchanged (C(unchanged_only)).
+  - Each C(Update) manager gets a dry-run JSON merge patch under its name, changing a value it owns where one is
+    reachable without a list, which must succeed. Objects without C(Apply) entries also get a dry-run apply of
+    their bare identity by O(probe_manager). Every such request must succeed.
   - An object applied at a version that was later removed from the CRD keeps a managedFields entry at that
     version, and every server-side apply to it (Argo CD, Flux, Helm 4, C(kubectl apply --server-side)) fails
     with HTTP 500 C(request to convert CR to an invalid group/version)
@@ -28,19 +31,57 @@ description:
     else at the storage version.
   - Never writes an object (C(dryRun=All)), so it runs in check mode too. Outside check mode a Kubernetes Event
     on each CRD records the outcome (O(events)).
+  - With O(check=writers) it names instead the clients that still use a version the next release removes
+    (O(removed_versions)), which break when it goes. A manager whose C(managedFields) entry at such a version
+    was written at or after O(since) (a time of the apiserver's clock, as its C(Date) header says; the
+    controller's clock is never used) still writes at it. Readers never appear in C(managedFields), so the
+    growth of C(apiserver_request_total) for that version, read from C(/metrics) of every apiserver the HA
+    barrier finds, over O(metrics_window) seconds in which this task sends nothing at that version, counts the
+    requests of other clients; open watches come from C(apiserver_longrunning_requests). Without C(get) on the
+    non-resource URL C(/metrics) the result says C(not measured) for that apiserver. Writes nothing.
 extends_documentation_fragment:
   - crdops.migration._auth
   - crdops.migration._selection
   - crdops.migration._attributes
   - crdops.migration._attributes.actiongroup_crdops
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
 options:
+  check:
+    description:
+      - V(apply) proves that the objects' managers can still server-side apply (the default).
+      - V(writers) names the clients still using the versions in O(removed_versions).
+    type: str
+    choices: [apply, writers]
+    default: apply
+  removed_versions:
+    description:
+      - O(check=writers) only, and required there. CRD name -> the versions the next release removes from it.
+        Versions the CRD no longer defines are ignored; a selected CRD not named here is not checked.
+    type: dict
+  since:
+    description:
+      - O(check=writers). An RFC 3339 time of the apiserver's clock (for example the C(server_time) that
+        M(crdops.migration.crd_storage_info) returned before the re-store began). Entries written at or after
+        it name their manager as a writer; older ones are leftovers that a managedFields pass rewrites.
+      - Default is O(lookback) seconds before the apiserver's time now.
+    type: str
+  lookback:
+    description: O(check=writers) without O(since). Seconds before the apiserver's time now.
+    type: float
+    default: 3600
+  metrics_window:
+    description:
+      - O(check=writers). Seconds between the two reads of each apiserver's C(/metrics); the growth of the
+        request counters in between is other clients' traffic. V(0) does not read C(/metrics).
+    type: float
+    default: 30
+  apiserver_endpoints:
+    description:
+      - O(check=writers). The https URL of every apiserver (as for M(crdops.migration.crd_storage_migrate)),
+        when the C(default/kubernetes) EndpointSlice does not reach them all. Each apiserver counts only the
+        requests it served.
+    type: list
+    elements: str
+    default: []
   sample:
     description:
       - Objects per CRD to check. Objects with entries at removed versions are chosen first, then one object for
@@ -79,6 +120,9 @@ seealso:
   - module: crdops.migration.crd_storage_migrate
   - module: crdops.migration.crd_storage_info
 notes:
+  - O(check=writers) needs C(list) on the custom resources, C(get)/C(list) on C(leases) in C(kube-system) and on
+    C(endpointslices) in C(default) (to find every apiserver), and optionally C(get) on the non-resource URL
+    C(/metrics).
   - Needs C(patch) on the custom resources (a dry-run apply is authorised like a real one), C(list) and C(get)
     on them, C(get)/C(list) on CRDs and, with O(events), C(create) on C(events) in namespace C(default).
 '''
@@ -89,6 +133,15 @@ EXAMPLES = r'''
     context: prod-eu-1
     names: [widgets.example.com]
     sample: 20
+
+- name: Who still uses v1alpha1 of the widgets (written since the re-store began, or requested in 30 s)
+  crdops.migration.crd_client_check:
+    check: writers
+    names: [widgets.example.com]
+    removed_versions: {widgets.example.com: [v1alpha1]}
+    since: "{{ info.server_time }}"
+    fail_on_error: false
+  register: writers
 
 - name: Audit a whole API group without failing
   crdops.migration.crd_client_check:
@@ -108,7 +161,18 @@ crds:
     storage_version: {description: The CRD's storage version., type: str, returned: always}
     listed: {description: Objects listed (metadata only)., type: int, returned: always}
     checked_objects: {description: Objects whose managers were checked., type: int, returned: always}
-    applies: {description: Dry-run applies of a manager's own fields., type: int, returned: always}
+    applies: {description: Dry-run applies as an C(Apply) manager (one per manager and object)., type: int, returned: always}
+    rivals: {description: Dry-run applies by a new manager changing an owned value (each must conflict)., type: int, returned: always}
+    patches: {description: Dry-run merge patches under an C(Update) manager's name., type: int, returned: always}
+    by_manager:
+      description:
+        - Per field manager and operation what was proved on the sampled objects - C(manager), C(operation)
+          (C(Apply) or C(Update)), C(objects), C(changed) (a change of a value it owns succeeded),
+          C(unchanged_only) (no value could be changed), C(conflicts_named) (a new manager's change conflicted
+          naming it) and C(failed).
+      type: list
+      elements: dict
+      returned: always
     probes: {description: Identity-only dry-run applies (objects without Apply entries)., type: int, returned: always}
     gone: {description: Sampled objects deleted before they were checked., type: int, returned: always}
     stale_not_applied:
@@ -120,7 +184,8 @@ crds:
     managers: {description: Field managers whose applies were checked., type: list, elements: str, returned: always}
     failed: {description: Failed dry-run applies (and reads)., type: int, returned: always}
     failures:
-      description: Up to 20 failures with C(object), C(manager), C(operation) (C(Apply), C(probe) or C(read)),
+      description: Up to 20 failures with C(object), C(manager), C(operation) (C(Apply), C(ownership) (a new
+        manager's change was not refused naming the owner), C(Update), C(probe) or C(read)),
         C(api_version), C(status) and the API's C(message).
       type: list
       elements: dict
@@ -151,14 +216,59 @@ cluster:
   description: Secret-free name of the cluster (context, host or kubeconfig).
   returned: always
   type: str
+writers:
+  description: O(check=writers) only. Per CRD the managers and the traffic seen at the removed versions.
+  returned: when O(check=writers)
+  type: dict
+  contains:
+    since: {description: The time (apiserver's clock) entries are compared with., type: str, returned: always}
+    server_time: {description: The apiserver's time when the check began., type: str, returned: always}
+    metrics:
+      description: Where the request counters were measured, or why not (C(not measured ...)).
+      type: str
+      returned: always
+    metrics_window_s: {description: Seconds between the two reads of C(/metrics)., type: float, returned: always}
+    ok: {description: No client uses a removed version., type: bool, returned: always}
+    refusal:
+      description: When not C(ok), one sentence naming the cluster, each CRD and client, and the way out.
+      type: str
+      returned: always
+    crds:
+      description: >-
+        Per CRD C(name), C(removed_versions), C(listed), C(writers) (C(manager), C(operation), C(version),
+        C(subresource), C(objects), C(last_write), C(examples)), C(older_entries) (entries at removed versions
+        written before C(since)), C(traffic) (per apiserver C(requests) and C(by_verb) per version, C(watches),
+        C(measured), C(note)), C(clients) (one sentence each) and C(ok).
+      type: list
+      elements: dict
+      returned: always
+broken_clients:
+  description:
+    - O(check=writers) only. One record per client that breaks when the versions go, with C(cluster), C(crd),
+      C(version) and C(seen_in). With C(seen_in=managedFields) also C(manager), C(operation), C(objects) and
+      C(last_write); with C(seen_in=metrics) C(apiserver), C(requests), C(by_verb) and C(watches).
+  returned: when O(check=writers)
+  type: list
+  elements: dict
+  sample:
+    - {cluster: prod-eu-1, crd: widgets.example.com, seen_in: managedFields, manager: argocd-controller,
+       operation: Apply, version: v1alpha1, subresource: "", objects: 12, last_write: "2026-12-01T15:04:05Z",
+       examples: [apps/w-01]}
 '''
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import Job, argument_spec, run_module
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.client_check import (
     ClientCheckOptions, check_crd, post_outcome)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import OutcomeError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError, OutcomeError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.writers import WritersOptions, find_writers
 
 OPTIONS = dict(
+    check=dict(type="str", choices=["apply", "writers"], default="apply"),
+    removed_versions=dict(type="dict"),
+    since=dict(type="str"),
+    lookback=dict(type="float", default=3600.0),
+    metrics_window=dict(type="float", default=30.0),
+    apiserver_endpoints=dict(type="list", elements="str", default=[]),
     sample=dict(type="int", default=10),
     check_all_below=dict(type="int", default=50),
     page_size=dict(type="int", default=500),
@@ -179,8 +289,24 @@ class ClientCheck(Job):
                                           page_size=p["page_size"], probe_manager=p["probe_manager"])
         self.options.validate()
         self.checks = []
+        self.writers = None
+        if p["check"] == "writers":
+            if p["removed_versions"] is None:
+                raise BadInputError("check=writers needs removed_versions (CRD name -> versions the next release "
+                                    "removes)")
+            self.writers_options = WritersOptions(
+                removed_versions=p["removed_versions"], since=p["since"], lookback=p["lookback"],
+                metrics_window=p["metrics_window"], page_size=p["page_size"],
+                apiserver_endpoints=tuple(p["apiserver_endpoints"]))
+            self.writers_options.validate()
 
     def run(self, transport, crds):
+        if self.params["check"] == "writers":
+            self.writers = find_writers(transport, crds, self.writers_options,
+                                        connect=getattr(transport, "for_endpoint", None))
+            self.result.update(writers=self.writers.to_dict(self.result["cluster"]),
+                               broken_clients=self.writers.broken_clients(self.result["cluster"]))
+            return
         o = self.options
         for crd in crds:
             check = check_crd(transport, crd, sample=o.sample, check_all_below=o.check_all_below,
@@ -192,6 +318,12 @@ class ClientCheck(Job):
 
     def finish(self):
         checks, cluster = self.checks, self.result["cluster"]
+        if self.writers is not None:
+            self.result["ok"] = self.writers.ok
+            if not self.writers.ok and self.params["fail_on_error"]:
+                first = next(c for c in self.writers.crds if c.clients())
+                raise OutcomeError("broken_clients", self.writers.refusal(cluster), cluster=cluster, crd=first.name)
+            return
         bad = [c for c in checks if not c.ok]
         self.result.update(ok=not bad, failed_checks=sum(len(c.failures) for c in checks),
                            stale_objects=sum(c.stale_objects for c in checks))

@@ -11,8 +11,6 @@ short_description: Remove from live CRDs the fields the previous release declare
 version_added: 1.1.0
 author:
   - crdops.migration contributors (@crdops)
-requirements:
-  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
 description:
   - Run after applying a CRD release with server-side apply. A forced apply removes a field the release stopped
     declaring only when the applying manager was its only owner; a CRD created by C(kubectl create), Helm or an
@@ -33,12 +31,7 @@ extends_documentation_fragment:
   - crdops.migration._attributes.actiongroup_crdops
 attributes:
   check_mode:
-    support: full
     details: reads each CRD and returns what would be removed
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
 options:
   manifests:
     description:

@@ -12,7 +12,6 @@ version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
 requirements:
-  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
   - PyYAML >= 6.0 (reads target_manifests given as file paths)
   - urllib3 (a dependency of kubernetes; reads etcd's grpc-gateway when O(etcd_url) is given)
   - orjson (optional, faster JSON decoding)
@@ -34,13 +33,6 @@ extends_documentation_fragment:
   - crdops.migration._etcd
   - crdops.migration._attributes
   - crdops.migration._attributes.actiongroup_crdops
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
 options:
   target_manifests:
     description:
@@ -226,6 +218,14 @@ cluster:
   description: Secret-free name of the cluster (context, host or kubeconfig).
   returned: always
   type: str
+server_time:
+  description:
+    - The apiserver's time when the task began (its C(Date) header), RFC 3339. Compare C(managedFields) times
+      with it, never with the controller's clock (O(crdops.migration.crd_client_check#module:since) of
+      M(crdops.migration.crd_client_check) with O(crdops.migration.crd_client_check#module:check=writers)).
+  returned: success
+  type: str
+  sample: "2026-12-01T15:04:05Z"
 skipped_documents:
   description: Documents of O(target_manifests) that are not CRDs, so were not read as release manifests.
   returned: always
@@ -254,6 +254,7 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.info impo
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests import read_manifests
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.plan import targets_of
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.storage_diff import storage_diff_of
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.writers import iso, server_clock
 
 OPTIONS = dict(
     target_manifests=dict(type="list", elements="raw", default=[]),
@@ -281,6 +282,7 @@ class Info(Job):
     def run(self, transport, crds):
         p, o = self.params, self.options
         sampler = self.etcd(EtcdSampler)
+        self.result["server_time"] = iso(server_clock(transport))
         for crd in crds:
             out = describe_crd(transport, crd, count=o.count_objects, targets=self.targets,
                                managed_fields_sample=o.managed_fields_sample)

@@ -12,7 +12,6 @@ version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
 requirements:
-  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
   - orjson (optional, faster JSON decoding on the hot path)
 description:
   - Lists the objects of each selected CRD (metadata only, in pages) and sends each one an empty
@@ -42,6 +41,16 @@ description:
   - Objects last written after the HA barrier passed (their C(resourceVersion) is newer than the etcd revision read
     right after it) whose managedFields name no other version are stored at the storage version already; they are
     not written and are counted in RV(crds[].already_current).
+  - "Drain before the proof: a request that began before the storage flip keeps the old storage for its whole life
+    (kube-apiserver tears the old storage down only after such requests end, bounded by the request timeout, 60 s by
+    default). No write that counts towards a record starts until O(drain_window) seconds have passed since the later
+    of the CRD's last spec change (by the apiserver's clock, from its managedFields) and the HA barrier round in
+    which the last lagging apiserver reported the new storage version. A flip older than that costs nothing. The
+    wait runs under the pass Lease; see RV(crds[].drain)."
+  - "Before the record, the pass is proven: with O(etcd_url), every key of the CRD is read from etcd; without it, a
+    confirming pass of no-op writes (each a JSON patch testing the object's resourceVersion, over a new connection
+    each) must show that no write of ours changed an object, repeated up to O(confirm_passes) times. The record
+    names its proof (C(etcd-scan), C(confirming-pass) or C(none)); see RV(crds[].proof) and C(docs/safety.md)."
   - After a complete pass with zero failures, a migration record is written as the annotation
     C(migration.crdops.io/storage-migration) on the CRD, provided its storage version and generation are
     unchanged since the pass started. M(crdops.migration.crd_stored_versions_trim) requires this record.
@@ -57,6 +66,7 @@ description:
 extends_documentation_fragment:
   - crdops.migration._auth
   - crdops.migration._selection
+  - crdops.migration._etcd
   - crdops.migration._attributes
   - crdops.migration._attributes.actiongroup_crdops
 attributes:
@@ -66,10 +76,7 @@ attributes:
       - Plan only. Lists and counts the objects (and probes conversion webhooks), writes nothing.
       - Plans the HA barrier too; when a real run would stop before the first write, it warns and says why in
         RV(barrier.refusal) (RV(barrier.mode=refused)) instead of failing.
-  diff_mode:
-    support: none
   idempotent:
-    support: full
     details: A second run finds a valid record and skips the CRD.
 options:
   page_size:
@@ -118,6 +125,40 @@ options:
     description: Extra seconds to wait once every apiserver reports the storage version.
     type: float
     default: 0
+  drain_window:
+    description:
+      - Seconds, counted from the later of the CRD's last spec change (the latest C(time) of a managedFields entry that
+        owns C(spec), by the apiserver's clock) and the HA barrier round in which the last lagging apiserver first
+        reported the new storage version, before the first write that counts towards a record.
+      - An UPDATE that began before the storage flip (held by a slow admission webhook, for example) keeps the old
+        storage for its whole life and can commit old-version bytes after our write. kube-apiserver bounds such
+        requests by its request timeout (C(--request-timeout), 60 s by default); the default adds 5 s for an apiserver
+        that swaps its storage a little after discovery shows the new version. Raise it when C(--request-timeout) is
+        raised. Nothing waits when the flip is older.
+      - The wait holds the pass Lease (a second run waits for the drain, then O(lease_wait) more) and counts neither
+        against O(barrier_timeout) nor against a second run's O(lease_wait). A stop request ends it at once.
+    type: float
+    default: 65
+    version_added: 1.1.0
+  confirm_passes:
+    description:
+      - Without O(etcd_url), the most confirming passes after the re-store. Each sends every object a no-op JSON patch
+        that tests its listed resourceVersion (read again and retried when another client wrote in between) over a new
+        connection per request; the first pass in which no write of ours changed an object proves the record
+        (proof C(confirming-pass)). Objects whose managedFields the pass fixes are not part of the proof.
+      - When every pass changed objects, no record is written and the task fails naming them; when every write
+        changed its object, it names the mutating admission that does so.
+      - V(0) writes the record without a proof (proof C(none)); M(crdops.migration.crd_stored_versions_trim)
+        refuses such a record unless told otherwise. At most V(10).
+    type: int
+    default: 3
+    version_added: 1.1.0
+  etcd_url:
+    description:
+      - Client URL of one etcd member. When given, the proof before the record is a read of every key of the CRD from
+        one etcd snapshot, each at the storage version (proof C(etcd-scan)), instead of a confirming pass.
+    type: str
+    version_added: 1.1.0
   barrier_fallback:
     description:
       - What to do when not every alive apiserver can be named and reached directly (most managed clusters
@@ -168,7 +209,7 @@ options:
     description:
       - Path of a JSON file rewritten (atomically) after every page, for polling an C(async) task from outside.
     type: path
-  # --- heartbeat of a background pass (issue 12, runner) ---
+  # --- heartbeat of an async pass: the writes stop once the playbook that follows the job is gone ---
   heartbeat_file:
     description:
       - For an C(async) task - a file the playbook touches while it follows the job. Before every write the
@@ -218,7 +259,7 @@ options:
     elements: str
     default: []
     version_added: 1.1.0
-  # --- one pass per CRD at a time (issue 11) ---
+  # --- one pass per CRD at a time (the pass Lease) ---
   lease_namespace:
     description:
       - Namespace of the C(coordination.k8s.io/v1) Lease C(crdops-pass-<crd name>) that a pass holds while it writes
@@ -237,7 +278,7 @@ options:
         apiserver's clock, so the default V(60) lets a rerun right after a kill proceed.
     type: float
     default: 60
-  # --- supervision (issue 11) ---
+  # --- supervision: the pass runs in ansible-playbook's worker, prints progress and stops when it is stopped ---
   progress_interval:
     description:
       - Seconds between progress lines (percent of the discovered object count, rate, ETA) printed while the pass
@@ -384,6 +425,14 @@ crds:
       type: list
       elements: dict
       returned: always
+    dry_run_latency_ms:
+      description:
+        - With O(sample_only), the mean latency of one C(dryRun=All) no-op write of the sample, in milliseconds
+          (null when no object was sampled). The role's plan estimates a re-store's duration from it when no
+          earlier pass left a pace in the migration record.
+      type: float
+      returned: always
+      version_added: 1.1.0
     managed_fields_rewritten:
       description:
         - C(metadata.managedFields) entries whose C(apiVersion) was another version of the CRD's group, set to the
@@ -491,10 +540,30 @@ crds:
       returned: always
     barrier:
       description:
-        - The HA barrier before the pass (every endpoint and the version it reported, seconds waited, C(mode),
-          consecutive C(polls) required, C(warning)); null in check mode.
+        - The HA barrier before the pass, planned from the CRD as read under its Lease (every endpoint and the version
+          it reported, seconds waited, C(mode), consecutive C(polls) required, C(warning), the endpoints that
+          C(lagged) and C(caught_up_after_s)); null in check mode.
       type: dict
       returned: when a pass ran
+    drain:
+      description:
+        - The drain window waited before the pass (see O(drain_window)) - C(window_s), C(spec_changed_at) (the CRD's
+          last spec change, apiserver clock), C(anchor) (what the window counted from - V(flip), V(barrier), V(unknown)
+          when no managedFields entry owns the spec, V(none) for a window of 0), C(waited_s), C(note); null in check
+          mode and for a managedFields-only pass.
+      type: dict
+      returned: when a pass ran
+      version_added: 1.1.0
+    proof:
+      description:
+        - The proof behind the record - C(kind) (V(etcd-scan), V(confirming-pass)), C(ok), C(reason) (why no record,
+          when not ok) and its figures; for a confirming pass C(passes) (per pass C(listed), C(confirmed), C(changed),
+          C(excluded), C(gone), C(failed), C(changed_objects), C(duration_s)), C(duration_s), C(first_pass_s),
+          C(cost_ratio) (confirming passes' seconds over the first pass's) and C(fresh_connections); for an etcd scan
+          C(etcd). Null when no proof ran (check mode, O(confirm_passes=0), an incomplete pass).
+      type: dict
+      returned: always
+      version_added: 1.1.0
 barrier:
   description: How the HA barrier was planned before the first write, or null when no CRD needed a pass.
   returned: always
@@ -539,11 +608,14 @@ cluster:
 '''
 
 
+from dataclasses import replace
+
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import (
-    CrdOpsModule, Job, argument_spec, execute, restated)
+    ETCD_ARG_SPEC, CrdOpsModule, Job, argument_spec, execute, restated)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.apiservers import (
     BarrierRefusedError, plan_barrier)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import OutcomeError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import EtcdReader
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.heartbeat import Heartbeat
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.mf_report import ownership_warnings
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (
@@ -553,17 +625,23 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore i
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.stop import StopSignal, Supervision
 
 
+def barrier_plan(transport, p):
+    """Which apiservers the barrier polls, and how (raises BarrierRefusedError when they are not all known)."""
+    return plan_barrier(
+        transport, p["apiserver_endpoints"], transport.for_endpoint,
+        connect_fresh=lambda url: transport.for_endpoint(url, new_connection_per_request=True),
+        fallback=p["barrier_fallback"], fallback_settle=p["barrier_fallback_settle"])
+
+
 def plan_barrier_for(transport, crds, p, check_mode, warn):
-    """(plan, facts for the result): plan is None when no CRD will get a pass or in check mode when the real
-    run would be refused; check mode writes nothing, so it reports the refusal (and warns) instead of failing."""
+    """(plan, facts for the result) before the first write: plan is None when no CRD will get a pass or in check
+    mode when the real run would be refused; check mode writes nothing, so it reports the refusal (and warns)
+    instead of failing. Each pass plans its barrier again, from the CRD as read under its Lease."""
     if not any(skip_reason(crd, p["force"], validate_record(crd).ok, crd.name in p["require_record"]) is None
                for crd in crds):
         return None, None
     try:
-        plan = plan_barrier(
-            transport, p["apiserver_endpoints"], transport.for_endpoint,
-            connect_fresh=lambda url: transport.for_endpoint(url, new_connection_per_request=True),
-            fallback=p["barrier_fallback"], fallback_settle=p["barrier_fallback_settle"])
+        plan = barrier_plan(transport, p)
     except BarrierRefusedError as exc:
         if not check_mode:
             raise
@@ -577,6 +655,9 @@ def plan_barrier_for(transport, crds, p, check_mode, warn):
 
 # The option list (also validated by the controller-side action plugin of the same name).
 OPTIONS = dict(
+    ETCD_ARG_SPEC,
+    drain_window=dict(type="float", default=65),
+    confirm_passes=dict(type="int", default=3, no_log=False),  # "passes" is no password
     page_size=dict(type="int", default=500),
     workers=dict(type="int", default=8),
     pace=dict(type="str", choices=["gentle", "max"], default="gentle"),
@@ -598,10 +679,10 @@ OPTIONS = dict(
     sample_only=dict(type="bool", default=False),
     lease_namespace=dict(type="str", default="default"),
     lease_wait=dict(type="float", default=60),
-    # heartbeat of a background pass (issue 12, runner)
+    # heartbeat of an async pass: the writes stop once the playbook that follows the job is gone
     heartbeat_file=dict(type="path"),
     heartbeat_timeout=dict(type="float", default=30),
-    # --- supervision (issue 11): used by the controller-side action plugin, ignored by the module itself ---
+    # --- supervision: used by the controller-side action plugin, ignored by the module itself ---
     progress_interval=dict(type="float", default=10),
     run_on_controller=dict(type="str", choices=["auto", "never"], default="auto"),
     time_limit=dict(type="float"),
@@ -645,8 +726,10 @@ class Migrate(Job):
                                                      if p["removed_versions"] is not None else None)),
             force=p["force"], require_record=tuple(p["require_record"]),
             barrier_timeout=p["barrier_timeout"], barrier_settle=p["barrier_settle"],
-            lease_namespace=p["lease_namespace"], lease_wait=p["lease_wait"], stop=self.stop)
+            lease_namespace=p["lease_namespace"], lease_wait=p["lease_wait"], stop=self.stop,
+            drain_window=p["drain_window"], confirm_passes=p["confirm_passes"])
         self.options.validate()
+        self.require_etcd_client()
 
     def run(self, transport, crds):
         progress = ProgressFile(self.params["progress_file"], transport.cluster_label, self.check_mode, self.warn)
@@ -656,7 +739,24 @@ class Migrate(Job):
         # every apiserver must write the new storage version before a pass starts (HA barrier); which ones
         # exist is settled here, before the first write (check mode predicts it)
         plan, self.barrier = plan_barrier_for(transport, crds, self.params, self.check_mode, self.warn)
-        run_migration(transport, crds, self.options, plan or {}, progress, self.run_result)
+        options = self.options
+        reader = self.etcd(EtcdReader)
+        if reader is not None:
+            options = replace(options, etcd=reader)
+        run_migration(transport, crds, options, self.planner(transport) if not self.check_mode else {},
+                      progress, self.run_result)
+
+    def planner(self, transport):
+        """The barrier of each pass, planned from the CRD as read under its Lease (apiservers may have come or
+        gone, and the CRD may have been flipped, since the run started)."""
+        def plan(crd):
+            found = barrier_plan(transport, self.params)
+            if self.barrier is None:  # no CRD needed a pass when the run started: report this pass's plan
+                self.barrier = found.to_dict()
+                if found.warning:
+                    self.warn("[CRD %s] %s" % (crd.name, found.warning))
+            return found
+        return plan
 
     def finish(self):
         run, cluster = self.run_result, self.result["cluster"]

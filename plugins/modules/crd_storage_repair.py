@@ -12,7 +12,6 @@ version_added: 1.1.0
 author:
   - crdops.migration contributors (@crdops)
 requirements:
-  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
   - PyYAML (to read O(previous_manifests) files)
 description:
   - Repairs the state in which objects are still stored in etcd at a version the CRD no longer has, for
@@ -48,12 +47,8 @@ extends_documentation_fragment:
   - crdops.migration._attributes.actiongroup_crdops
 attributes:
   check_mode:
-    support: full
     details: Reports the missing versions, their evidence, the object count when known and the steps; writes nothing (no Event either).
-  diff_mode:
-    support: none
   idempotent:
-    support: full
     details: A repaired (healthy) CRD is reported with C(changed=false).
 options:
   versions:

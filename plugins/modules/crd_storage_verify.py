@@ -12,7 +12,6 @@ version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
 requirements:
-  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
   - urllib3 (a dependency of kubernetes; reads etcd's grpc-gateway)
 description:
   - Reads the selected CRDs through the API to learn group, plural and storage version, then reads every
@@ -30,13 +29,6 @@ extends_documentation_fragment:
   - crdops.migration._etcd
   - crdops.migration._attributes
   - crdops.migration._attributes.actiongroup_crdops
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
 options:
   etcd_url:
     description: Client URL of one etcd member, for example V(https://10.0.0.5:2379).

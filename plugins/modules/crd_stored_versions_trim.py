@@ -11,13 +11,11 @@ short_description: Trim a CRD's status.storedVersions, only with proof of a comp
 version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
-requirements:
-  - kubernetes >= 24.2.0, < 38 (CI tests both ends, 24.2.0 and 37.0.2)
 description:
   - Sets C(status.storedVersions) of each selected CRD to its storage version (or removes only O(versions)).
   - Requires a valid migration record written by M(crdops.migration.crd_storage_migrate) after a complete
     pass with zero failures, at the CRD's current storage version and generation. A missing or stale record
-    is refused unless O(force=true).
+    is refused unless O(force=true). A valid record whose proof is C(none) is refused unless O(accept_unproven=true).
   - Never removes the storage version. The status write carries the C(resourceVersion) that was read, so it
     fails if the CRD changed since ("CRD changed since it was read").
   - Outside check mode, every trim leaves an Event C(StoredVersionsTrimmed) on the CRD and every refusal a Warning
@@ -28,11 +26,7 @@ extends_documentation_fragment:
   - crdops.migration._attributes
   - crdops.migration._attributes.actiongroup_crdops
 attributes:
-  check_mode:
-    support: full
   diff_mode:
-    support: full
-  idempotent:
     support: full
 options:
   versions:
@@ -48,6 +42,15 @@ options:
         become unreadable once that version is removed from the CRD.
     type: bool
     default: false
+  accept_unproven:
+    description:
+      - "Trim on a valid record whose proof is C(none) (written with O(crdops.migration.crd_storage_migrate#module:confirm_passes=0),
+        or by a version before 1.1.0): no etcd scan and no confirming pass showed that every object is stored at the
+        storage version. Refused by default. Set it after checking etcd yourself (M(crdops.migration.crd_storage_verify))."
+      - The record's proof is returned as C(proof) in RV(crds[].migration_record).
+    type: bool
+    default: false
+    version_added: 1.1.0
 seealso:
   - module: crdops.migration.crd_storage_migrate
   - module: crdops.migration.crd_storage_info
@@ -108,6 +111,7 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.trim impo
 OPTIONS = dict(
     versions=dict(type="list", elements="str"),
     force=dict(type="bool", default=False),
+    accept_unproven=dict(type="bool", default=False),
 )
 
 
@@ -119,7 +123,8 @@ class Trim(Job):
         p = self.params
         for crd in crds:
             res = trim_stored_versions(transport, crd.name, versions=p["versions"], force=p["force"],
-                                       check_mode=self.check_mode, event_errors=self.result["event_errors"])
+                                       check_mode=self.check_mode, event_errors=self.result["event_errors"],
+                                       accept_unproven=p["accept_unproven"])
             self.result["crds"].append(res.to_dict())
             if res.changed:
                 self.result["changed"] = True

@@ -131,12 +131,26 @@ class Kube:
                 raise TimeoutError(f"CRD {name} not Established: {conditions}")
             time.sleep(0.1)
 
-    def delete_crd(self, name: str) -> None:
+    def delete_crd(self, name: str, timeout: float = 90.0) -> None:
+        """Delete a CRD and wait until it is gone: the apiserver first deletes every object of it (a finalizer), and
+        a CRD of the same name cannot be created meanwhile (HTTP 409 "already exists")."""
         try:
             self.delete(self.crd_path(name))
         except KubeError as exc:
             if exc.status != 404:
                 raise
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                crd = self.get_crd(name)
+            except KubeError as exc:
+                if exc.status == 404:
+                    return
+                raise
+            if time.monotonic() > deadline:
+                conditions = (crd.get("status") or {}).get("conditions") or []
+                raise TimeoutError(f"CRD {name} still there {timeout:.0f} s after its deletion: {conditions}")
+            time.sleep(0.2)
 
 
 def objects_path(group: str, version: str, plural: str, namespace: str | None = None, name: str | None = None) -> str:

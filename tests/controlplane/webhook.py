@@ -12,6 +12,7 @@ import json
 import socket
 import ssl
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -113,6 +114,13 @@ class _Handler(BaseHTTPRequestHandler):
             converted = [convert_object(o, req["desiredAPIVersion"]) for o in req["objects"]]
             reply = {"apiVersion": body["apiVersion"], "kind": "ConversionReview",
                      "response": {"uid": req["uid"], "convertedObjects": converted, "result": {"status": "Success"}}}
+        elif self.path.startswith("/hold-updates"):
+            req = body["request"]
+            allowed = self.server.owner.holds.admit(req)  # blocks while the update is held
+            reply = {"apiVersion": body["apiVersion"], "kind": "AdmissionReview",
+                     "response": {"uid": req["uid"], "allowed": allowed}}
+            if not allowed:
+                reply["response"]["status"] = {"code": 429, "message": "crdops-test: held too long, refused"}
         elif self.path.startswith("/deny-updates"):
             req = body["request"]
             allowed = req["operation"] != "UPDATE"
@@ -129,6 +137,88 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+
+def _labels(obj: dict | None) -> dict:
+    return ((obj or {}).get("metadata") or {}).get("labels") or {}
+
+
+class Holds:
+    """A slow validating webhook, on cue: an UPDATE that sets the label ``HOLD_LABEL`` to a gate name is held
+    until that gate opens (at most ``max_hold`` s, below the webhook's timeoutSeconds, then it is refused), the way
+    a webhook under load holds requests (the label value may end in ``-w<n>``, a wave of updates held by the same
+    gate: waves keep updates in flight for as long as a test waits for a flip it does not control). The request
+    began before it was held, so it keeps the storage the CRD
+    had then for its whole life; the apiserver calls the webhook again when it retries the update, and the hold
+    then ends at once (the gate is open). Gates open at a time (``open_at``) or when the webhook has seen the n-th
+    no-op UPDATE (labels unchanged) of a trigger object (``open_on_noop``): the re-store's own passes."""
+
+    HOLD_LABEL = "crdops-test-hold"
+
+    def __init__(self, max_hold: float = 26.0):
+        self.max_hold = max_hold
+        self._cond = threading.Condition()
+        self.opened: dict[str, float] = {}  # gate -> monotonic time it opened
+        self.held = 0  # updates waiting now
+        self.released = 0
+        self.expired = 0  # refused after max_hold: never committed
+        self.noops: dict[str, int] = {}  # object name -> no-op UPDATEs seen
+        self._triggers: list[tuple[str, str, int]] = []  # (gate, object name, count)
+
+    def open(self, gate: str) -> None:
+        with self._cond:
+            self.opened.setdefault(gate, time.monotonic())
+            self._cond.notify_all()
+
+    def open_at(self, gate: str, when: float) -> None:
+        """Open ``gate`` at monotonic time ``when``."""
+        timer = threading.Timer(max(0.0, when - time.monotonic()), self.open, (gate,))
+        timer.daemon = True
+        timer.start()
+
+    def open_on_noop(self, gate: str, name: str, count: int) -> None:
+        with self._cond:
+            self._triggers.append((gate, name, count))
+
+    def wait_held(self, count: int, timeout: float = 30.0) -> None:
+        with self._cond:
+            if not self._cond.wait_for(lambda: self.held >= count, timeout):
+                raise AssertionError(f"only {self.held} of {count} updates reached the webhook")
+
+    def admit(self, req: dict) -> bool:
+        """Allow (True) or, held past ``max_hold`` without its gate opening, refuse (False)."""
+        if req.get("operation") != "UPDATE":
+            return True
+        new, old = _labels(req.get("object")), _labels(req.get("oldObject"))
+        value = new.get(self.HOLD_LABEL)
+        if new == old:
+            if req.get("dryRun"):  # a preflight's dry-run is not one of the pass's writes
+                return True
+            self._count_noop(((req.get("object") or {}).get("metadata") or {}).get("name", ""))
+            return True
+        if not value or value == old.get(self.HOLD_LABEL):
+            return True
+        gate = value.rsplit("-w", 1)[0]  # "<gate>-w<n>": the n-th wave of updates held by one gate
+        deadline = time.monotonic() + self.max_hold
+        with self._cond:
+            self.held += 1
+            self._cond.notify_all()
+            opened = self._cond.wait_for(lambda: gate in self.opened, max(0.0, deadline - time.monotonic()))
+            self.held -= 1
+            if opened:
+                self.released += 1
+            else:
+                self.expired += 1
+            self._cond.notify_all()
+        return opened
+
+    def _count_noop(self, name: str) -> None:
+        with self._cond:
+            self.noops[name] = self.noops.get(name, 0) + 1
+            for gate, trigger, count in self._triggers:
+                if trigger == name and self.noops[name] >= count:
+                    self.opened.setdefault(gate, time.monotonic())
+            self._cond.notify_all()
 
 
 class _Server(ThreadingHTTPServer):
@@ -148,6 +238,7 @@ class WebhookServer:
         self.port = port or free_port()
         self.deny_message = deny_message
         self.calls: dict[str, int] = {}
+        self.holds = Holds()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         # a `service:` webhook is verified by the apiserver against <name>.<namespace>.svc
@@ -261,3 +352,14 @@ def deny_updates_policy(name: str, group: str, plural: str, message: str) -> lis
     binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
                "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}}
     return [policy, binding]
+
+
+def hold_updates_webhook(name: str, server: WebhookServer, group: str, plural: str, timeout_seconds: int = 30) -> dict:
+    """A validating webhook (failurePolicy Fail) that holds chosen UPDATEs (see :class:`Holds`)."""
+    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": name},
+            "webhooks": [{"name": f"{name}.crdops.test", "clientConfig": server.client_config("/hold-updates"),
+                          "rules": [{"apiGroups": [group], "apiVersions": ["*"], "operations": ["UPDATE"],
+                                     "resources": [plural], "scope": "*"}],
+                          "admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Fail",
+                          "timeoutSeconds": timeout_seconds}]}

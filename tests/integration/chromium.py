@@ -53,3 +53,51 @@ def rendered_table_rows(html: Path, header: bool = False) -> list[list[str]]:
     table.feed(dump_dom(Path(html)))
     rows = [r for r in table.rows if r]
     return rows if header else rows[1:]
+
+
+VIEWPORT = (1280, 800)
+
+_LAYOUT_SCRIPT = """<script>
+(function () {
+  var out = {viewport: [window.innerWidth, window.innerHeight]};
+  var wanted = %s;
+  Object.keys(wanted).forEach(function (key) {
+    out[key] = Array.prototype.map.call(document.querySelectorAll(wanted[key]), function (e) {
+      var r = e.getBoundingClientRect();
+      return {top: r.top, bottom: r.bottom, text: (e.innerText || e.textContent).replace(/\\s+/g, " ").trim()};
+    });
+  });
+  var pre = document.createElement("pre");
+  pre.id = "crdops-layout";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+
+def _run(args: list[str], html: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           "--hide-scrollbars", f"--window-size={VIEWPORT[0]},{VIEWPORT[1]}",
+                           f"--user-data-dir={html.parent / '.chromium-profile'}", *args, Path(html).resolve().as_uri()],
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def layout(html: Path, selectors: dict[str, str]) -> dict:
+    """Where Chromium lays out the elements of ``selectors`` in a 1280x800 window: per key a list of
+    {top, bottom, text} in CSS pixels from the top of the first screen, and ``viewport``. The page is measured
+    from a copy with a measuring script appended (the report itself has no script)."""
+    import json
+    probe = Path(html).with_name(Path(html).stem + ".layout.html")
+    probe.write_text(Path(html).read_text().replace("</body>", _LAYOUT_SCRIPT % json.dumps(selectors) + "</body>"))
+    proc = _run(["--dump-dom"], probe)
+    assert proc.returncode == 0 and 'id="crdops-layout"' in proc.stdout, proc.stderr[-2000:]
+    text = proc.stdout.split('id="crdops-layout">', 1)[1].split("</pre>", 1)[0]
+    return json.loads(text.replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"))
+
+
+def screenshot(html: Path, png: Path) -> Path:
+    """The first screen (1280x800) of the page as Chromium paints it."""
+    png.parent.mkdir(parents=True, exist_ok=True)
+    proc = _run([f"--screenshot={png}"], Path(html))
+    assert proc.returncode == 0 and png.exists(), proc.stderr[-2000:]
+    return png

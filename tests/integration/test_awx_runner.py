@@ -36,7 +36,7 @@ def releases(tmp_path: Path, s, name: str = "rel") -> dict:
     (release_next / "crd.yaml").write_text(yaml.safe_dump(crd_at(s, "v1beta1", served=("v1beta1",))))
     return {"crd_upgrade_release_manifests": [str(release_n / "*.yaml")],
             "crd_upgrade_target_manifests": [str(release_next / "*.yaml")],
-            "crd_upgrade_settle_seconds": 1}
+            "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0}
 
 
 def project_releases(project: Path, s, name: str) -> dict:
@@ -112,15 +112,17 @@ def test_bearer_token_credential_and_survey_one_cluster(cluster, kube, group, tm
 
     stats = awx.stats_artifacts(r)
     assert stats["crd_upgrade_summary"] == {"clusters": 1, "ok": 1, "planned": 0, "failed": 0, "not_run": 0,
-                                            "objects": 60, "rewritten": 60, "failed_objects": 0}, stats
+                                            "objects": 60, "rewritten": 60, "failed_objects": 0, "nothing_to_do": 0,
+                                            "to_restore": 0}, stats
     assert stats["crd_upgrade_failed_clusters"] == [] and stats["crd_upgrade_not_run_clusters"] == []
     # the report lands in the job's working directory (AWX: the project dir), not in the collection
     report_dir = pdd.root / "project" / "crdops-report"
-    report = json.loads((report_dir / "fleet-report.json").read_text())
+    run_dir = (report_dir / "latest").resolve()   # this run's folder
+    report = json.loads((run_dir / "fleet-report.json").read_text())
     assert [c["cluster"] for c in report["clusters"]] == ["prod-eu-1"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", report["generated"]), report["generated"]
-    assert f"report: {report_dir}/fleet-report.md (.json, .html) - crd_upgrade_report_dir ./crdops-report " \
-           "resolved against the working directory of the run" in out, out[-3000:]
+    assert f"report: {run_dir}/fleet-report.md (.json, .html); latest: {report_dir}/latest - crd_upgrade_report_dir " \
+           "./crdops-report resolved against the working directory of the run" in out, out[-3000:]
     # every artifact AWX reads back (events, stdout, status, rc); `command` is ansible-runner's record of the
     # environment it was given, the credential's own input like env/envvars, and AWX never shows it
     artifacts = "".join(p.read_text(errors="replace") for p in (pdd.root / "artifacts").rglob("*")
@@ -166,7 +168,7 @@ def s_count(s, seeds) -> int:
 
 def test_cancel_through_ansible_runner_stops_the_writes(cluster, kube, group, tmp_path, monkeypatch):
     """The cancel reaches the re-store, which runs in ansible-playbook's worker (the action plugin of
-    crd_storage_migrate, issue 11): the writes stop and stay stopped."""
+    crd_storage_migrate, not an async job in a session of its own): the writes stop and stay stopped."""
     awx.clean_process_env(monkeypatch)
     # the writes must stop within `settle` seconds of the cancel (the re-store checks its stop flag between writes)
     total, qps, settle = 1500, 25, 8
@@ -229,17 +231,19 @@ def test_three_slices_in_parallel_then_one_merged_report(fleet3, tmp_path, monke
 
     # one report per slice, each on its own host only
     for n, c in enumerate(fleet3.clusters, start=1):
-        part = json.loads((shared / f"fleet-report-{n}.json").read_text())
+        (path,) = shared.glob(f"*-slice-{n}/fleet-report-{n}.json")   # the slice's own run folder
+        part = json.loads(path.read_text())
         assert [x["cluster"] for x in part["clusters"]] == [c.name] and part["slice"] == str(n)
-    assert not (shared / "fleet-report.json").exists()
+    assert not list(shared.glob("*/fleet-report.json"))
 
     # the report step, from the files
     merge = awx.PrivateDataDir(tmp_path / "merge-files", {"all": {"hosts": {}}}, {"crd_upgrade_report_dir": str(shared)})
     r = awx.run(merge, "fleet_report_merge.yml")
     assert r.status == "successful", awx.stdout(r)[-3000:]
-    merged = json.loads((shared / "fleet-report.json").read_text())
+    merged = json.loads((shared / "latest" / "fleet-report.json").read_text())
+    assert (shared / "latest").resolve().name.endswith("-merged")
     expect = {"clusters": 3, "ok": 3, "planned": 0, "failed": 0, "not_run": 0, "objects": 63, "rewritten": 63,
-              "failed_objects": 0}
+              "failed_objects": 0, "nothing_to_do": 0, "to_restore": 0}
     assert merged["summary"] == expect and merged["slices"] == ["1", "2", "3"]
     assert [c["cluster"] for c in merged["clusters"]] == ["cluster-a", "cluster-b", "cluster-c"]
     assert awx.stats_artifacts(r)["crd_upgrade_summary"] == expect
@@ -254,9 +258,9 @@ def test_three_slices_in_parallel_then_one_merged_report(fleet3, tmp_path, monke
     node = awx.PrivateDataDir(tmp_path / "merge-stats", {"all": {"hosts": {}}}, combined)
     r = awx.run(node, "fleet_report_merge.yml")
     assert r.status == "successful", awx.stdout(r)[-3000:]
-    from_stats = json.loads((node.root / "project" / "crdops-report" / "fleet-report.json").read_text())
+    from_stats = json.loads((node.root / "project" / "crdops-report" / "latest" / "fleet-report.json").read_text())
     assert from_stats["summary"] == expect and from_stats["clusters"] == merged["clusters"]
 
-    from tests.integration.chromium import rendered_table_rows
-    rows = rendered_table_rows(shared / "fleet-report.html")
-    assert [row[0] for row in rows] == ["cluster-a", "cluster-b", "cluster-c"], rows
+    from tests.integration.chromium import layout
+    rows = layout(shared / "latest" / "fleet-report.html", {"rows": "table.clusters tr td:first-child"})["rows"]
+    assert [row["text"] for row in rows] == ["cluster-a", "cluster-b", "cluster-c"], rows

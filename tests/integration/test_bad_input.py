@@ -23,7 +23,7 @@ def test_bad_input_is_one_error_said_once_and_nothing_is_written(cluster, kube, 
     s = seed_old_objects(kube, group, 12, flip=False)
     host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
             "crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0],
-            "crd_upgrade_crd_names": [s.crd_name], "crd_upgrade_settle_seconds": 1,
+            "crd_upgrade_crd_names": [s.crd_name], "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0,
             # a switch that defaults to true, misspelled: ignored, it would leave the default in force
             "crd_upgrade_upgrad": False, "crd_upgrade_release_manifests": ["releases/n/crds/*.yaml"]}
     expect = [TYPOS,

@@ -112,3 +112,55 @@ def test_client_check_passes_when_entries_moved_to_the_storage_version(cluster, 
     events = kube.get("/api/v1/namespaces/default/events")["items"]
     mine = [e for e in events if e["involvedObject"].get("name") == s.crd_name]
     assert [(e["reason"], e["type"]) for e in mine] == [("ClientCheckPassed", "Normal")]
+
+
+def test_client_check_changes_an_owned_value_and_a_new_manager_conflicts_naming_the_owner(cluster, kube, group):
+    """What a GitOps client needs is to change its own values without force, and a third manager's change to be
+    refused naming it. An object stripped of managedFields and re-applied unchanged shows why re-applying
+    unchanged values proves nothing: that apply succeeds, but the owner's next change conflicts with
+    `before-first-apply` (seen with kubectl 1.37 and Flux after a webhook conversion dropped every entry)."""
+    s = lifecycle(kube, group, applied=3, posted=1, fix_managed_fields=True)
+    stripped = objects_path(group, "v1beta1", s.plural, "apps", "applied-02")
+    kube.request("PATCH", stripped, [{"op": "replace", "path": "/metadata/managedFields", "value": [{}]}],
+                 "application/json-patch+json")
+    ssa(kube, s, "v1beta1", "apps", "applied-02", "argocd-controller", {"size": 2, "color": "blue"})
+    managers = [(e["manager"], e["operation"]) for e in kube.get(stripped)["metadata"]["managedFields"]]
+    assert ("before-first-apply", "Update") in managers and ("argocd-controller", "Apply") in managers
+    revision = etcd_reader.current_revision(cluster.etcd_url)
+
+    out = run_module("crd_client_check", dict(auth_args(cluster), names=[s.crd_name], events=False,
+                                              fail_on_error=False))
+    crd = out["crds"][0]
+    assert (crd["listed"], crd["checked_objects"], crd["applies"], crd["rivals"], crd["patches"]) == (4, 4, 3, 2, 2), crd
+    # applied-00/01: argocd-controller changed a value it owns (.spec.color, the first in its fieldsV1) and the
+    # rival's same change got 409 naming it
+    tallies = {(t["manager"], t["operation"]): t for t in crd["by_manager"]}
+    assert tallies[("argocd-controller", "Apply")] == {
+        "manager": "argocd-controller", "operation": "Apply", "objects": 3, "changed": 2, "unchanged_only": 0,
+        "conflicts_named": 2, "failed": 1}
+    # the POSTed object's Update manager and before-first-apply: a dry-run merge patch under their names
+    assert tallies[("before-first-apply", "Update")]["changed"] == 1
+    assert sum(t["changed"] for (m, op), t in tallies.items() if op == "Update") == 2
+    # applied-02: the owner's change is refused, naming the manager the apiserver credited when managedFields went
+    [failure] = crd["failures"]
+    assert (failure["object"], failure["manager"], failure["operation"], failure["status"]) == (
+        "apps/applied-02", "argocd-controller", "Apply", 409), failure
+    assert failure["message"].startswith("changing .spec.color: "), failure
+    assert 'conflict with "before-first-apply" using %s: .spec.color' % s.new() in failure["message"], failure
+    assert out["ok"] is False and crd["ok"] is False
+    # what the check predicted is what a real client meets: the same change, no dry-run
+    try:
+        ssa(kube, s, "v1beta1", "apps", "applied-02", "argocd-controller", {"size": 2, "color": "blue-crdops"})
+        raise AssertionError("the owner's change of .spec.color went through on the stripped object")
+    except KubeError as exc:
+        assert exc.status == 409 and 'conflict with "before-first-apply"' in exc.message, exc
+    try:
+        ssa(kube, s, "v1beta1", "apps", "applied-00", "crdops-client-check-rival", {"color": "blue-crdops"})
+        raise AssertionError("a new manager changed .spec.color owned by argocd-controller without force")
+    except KubeError as exc:
+        assert exc.status == 409 and 'conflict with "argocd-controller"' in exc.message, exc
+    changed = ssa(kube, s, "v1beta1", "apps", "applied-00", "argocd-controller", {"size": 0, "color": "blue-crdops"})
+    assert changed["spec"] == {"size": 0, "color": "blue-crdops"}
+    # the check itself wrote nothing (every request a dry-run); only the two applies above wrote
+    written = [k for k in etcd_reader.keys_written_since(cluster.etcd_url, revision) if group in k]
+    assert written == [f"/registry/{group}/widgets/apps/applied-00"], written

@@ -8,7 +8,7 @@ storage flips to v2 (release N = v1 + v2, storage v2), and the migration runs at
 release N+1 (v2 only). B learns the flip late: a write through it is encoded at v1 (when v2 was already
 served) or answered 404 (when v2 is new), unless the barrier waits for it.
 
-Pass (issue 10 B): with every apiserver named, every round ends ok with 100% of keys at v2 in etcd; without
+Pass (the trim guard holds on any topology): with every apiserver named, every round ends ok with 100% of keys at v2 in etcd; without
 them, every round either fails closed with nothing trimmed and every object readable, or ends ok with 100%.
 Every round is judged by reading every etcd key of the CRD (proof by bytes) and a LIST through A.
 
@@ -34,7 +34,7 @@ from tests.controlplane.etcd_reader import scan_storage
 from tests.controlplane.haproxy import HAProxyMissing, haproxy_binary
 from tests.controlplane.kube import Kube, KubeError, make_crd, objects_path
 from tests.integration import reliability
-from tests.integration.modrun import ansible_playbook, auth_args, run_module
+from tests.integration.modrun import ModuleRun, ansible_playbook, auth_args, run_module, wait_for_progress
 
 REPO = Path(__file__).resolve().parents[2]
 OBJECTS = 24             # per round: enough for several connections through B, few enough for seconds a round
@@ -200,7 +200,7 @@ def role_round(pair, index: int, endpoints: bool, tmp_path: Path) -> Outcome:
             "crd_upgrade_kubeconfig": str(pair.kubeconfig), "crd_upgrade_context": pair.lb_context,
             "crd_upgrade_release_manifests": [str(folder / "release-n" / "*.yaml")],
             "crd_upgrade_target_manifests": [str(folder / "release-next" / "*.yaml")],
-            "crd_upgrade_crd_names": [r.crd_name], "crd_upgrade_settle_seconds": 0,
+            "crd_upgrade_crd_names": [r.crd_name], "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0,
             "crd_upgrade_barrier_timeout": 30}
     if endpoints:
         host[ROLE_ENDPOINTS] = [kas.url for kas in pair.apiservers]
@@ -279,3 +279,52 @@ def test_measure_rounds_without_endpoints(lb_pair):
     if os.environ.get("CRDOPS_HA_MEASURE_OUT"):
         Path(os.environ["CRDOPS_HA_MEASURE_OUT"]).write_text("\n".join(o.line() for o in outcomes) + "\n")
     assert sum(verdicts.values()) == rounds + role_every
+
+
+@pytest.mark.parametrize("endpoints", [True, False], ids=["both-named", "none-named"])
+def test_a_crd_flipped_during_another_pass_gets_its_own_barrier(lb_pair, endpoints, tmp_path):
+    """Barrier per pass: two CRDs, both clean when the run plans its barrier (the first needs only its
+    managedFields-only pass, slowed by max_qps); the second is flipped to v2 through A while the first's pass runs,
+    with B seeing etcd late. Its pass plans its barrier from the CRD as read under its Lease: with both apiservers
+    named it waits for B (every key at v2, a record); with none named it refuses (nothing written, no record).
+    Before, it got a pass behind an empty barrier ({endpoints: {}, passed: true}) and a record."""
+    group = f"pp{uuid.uuid4().hex[:6]}.lb.crdops.test"
+    first, second = (Round(0, group, 4.0, True, plural=p, kind=k) for p, k in (("alphas", "Alpha"), ("betas", "Beta")))
+    a = admin_kube(lb_pair, 0)
+    a.apply_crd(first.crd([("v2", True, True)]))
+    a.apply_crd(second.release_before())
+    for r, version, count in ((first, "v2", 60), (second, "v1", OBJECTS)):
+        for i in range(count):
+            a.post(objects_path(group, version, r.plural), {"apiVersion": f"{group}/{version}", "kind": r.kind,
+                                                            "metadata": {"name": f"g-{i:06d}"}, "spec": {"index": i}})
+    b = admin_kube(lb_pair, 1)
+    for version in ("v1", "v2"):
+        _served_by(b, second, version)
+    progress = tmp_path / "progress.json"
+    args = dict(auth_args(lb_pair, lb_pair.lb_context), names=[first.crd_name, second.crd_name], barrier_settle=0,
+                barrier_timeout=30, max_qps=4, page_size=5, progress_file=str(progress))
+    if endpoints:
+        args[MODULE_ENDPOINTS] = [kas.url for kas in lb_pair.apiservers]
+    run = ModuleRun("crd_storage_migrate", args)
+    try:
+        wait_for_progress(progress, lambda st: (st.get("current") or {}).get("crd") == first.crd_name)
+        lb_pair.etcd_link.lag(4.0)
+        a.apply_crd(second.release_n())  # the flip, through A: B learns it 4 s late
+        result = run.result()
+    finally:
+        lb_pair.etcd_link.lag(0)
+    entries = {c["name"]: c for c in result.get("crds") or []}
+    assert entries[first.crd_name]["skipped"], entries  # clean: its managedFields-only pass ran first
+    counts = dict(scan_storage(lb_pair.etcd_url, group, second.plural).counts)
+    annotations = a.get_crd(second.crd_name)["metadata"].get("annotations") or {}
+    if endpoints:
+        assert not result.get("failed"), result.get("msg")
+        barrier = entries[second.crd_name]["barrier"]
+        assert barrier["mode"] == "endpoints" and len(barrier["endpoints"]) == 3, barrier
+        assert entries[second.crd_name]["record_written"] and counts == {f"{group}/v2": OBJECTS}, (barrier, counts)
+    else:
+        assert result.get("failed") and "HA barrier refused" in result["msg"] and second.crd_name in result["msg"], \
+            result.get("msg")
+        assert second.crd_name not in entries and "migration.crdops.io/storage-migration" not in annotations
+        assert counts == {f"{group}/v1": OBJECTS}  # nothing of the second CRD was written
+    assert len(a.get(objects_path(group, "v2", second.plural))["items"]) == OBJECTS

@@ -148,7 +148,7 @@ def test_role_on_the_ha_pair_stops_before_the_flip_without_every_apiserver_then_
                 "crd_upgrade_kubeconfig": str(ha.kubeconfig), "crd_upgrade_context": "ha-0",
                 "crd_upgrade_release_manifests": [str(release_n / "*.yaml")],
                 "crd_upgrade_target_manifests": [str(release_next / "*.yaml")],
-                "crd_upgrade_crd_names": [s.crd_name], "crd_upgrade_settle_seconds": 0,
+                "crd_upgrade_crd_names": [s.crd_name], "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0,
                 "crd_upgrade_apiserver_endpoints": endpoints}
         (tmp_path / "inventory.yml").write_text(yaml.safe_dump(
             {"all": {"children": {"clusters": {"hosts": {"ha-pair": host}}}}}))

@@ -1,4 +1,5 @@
-"""A 404 on a re-store write is not proof that the object is gone (issue 10, finding 2).
+"""A 404 on a re-store write is not proof that the object is gone: counted as gone, it let the trim through
+while the object stayed stored at the old version.
 
 A TLS front (tests/controlplane/fault_front.py) in the kubeconfig forwards to a real apiserver but answers
 1 in 4 re-store PATCHes at the new version itself, in the forms a real topology produces: the plain-text
@@ -71,7 +72,7 @@ def test_unconfirmed_404_is_a_failure_not_gone(binaries, cluster, kube, group, f
             "crd_upgrade_kubeconfig": str(kubeconfig), "crd_upgrade_context": "front",
             "crd_upgrade_release_manifests": [str(release_n / "*.yaml")],
             "crd_upgrade_target_manifests": [str(release_next / "*.yaml")],
-            "crd_upgrade_crd_names": [s.crd_name], "crd_upgrade_settle_seconds": 0}}}}}}
+            "crd_upgrade_crd_names": [s.crd_name], "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0}}}}}}
         (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
         extra = json.dumps({"crd_upgrade_waves": [1], "crd_upgrade_report_dir": str(tmp_path / "report")})
         proc = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(REPO / "playbooks" / "fleet_upgrade.yml"),

@@ -13,7 +13,7 @@ from typing import Any
 from tests.controlplane.etcd_reader import current_revision, key_versions, keys_written_since, scan_storage
 from tests.controlplane.kube import Kube, objects_path
 from tests.integration.engine import transport_for
-from tests.integration.modrun import auth_args, run_module
+from tests.integration.modrun import TEST_DRAIN_WINDOW, auth_args, run_module
 from tests.integration.seed import Seeded, create_objects, seed_old_objects
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (  # noqa: E402
@@ -65,7 +65,7 @@ def test_objects_written_after_the_barrier_are_already_current_the_rest_is_rewri
         apply_at_old_version(kube, s, APPLIED)
 
     transport = WriterAfterRevision(transport_for(cluster), s.plural, writer)
-    options = RunOptions(restore=RestoreOptions(page_size=100, workers=4))
+    options = RunOptions(restore=RestoreOptions(page_size=100, workers=4), drain_window=TEST_DRAIN_WINDOW)
     before = current_revision(cluster.etcd_url)
     try:
         run = run_migration(transport, [get_crd(transport, s.crd_name)], options, {"self": transport},

@@ -41,7 +41,9 @@ def the_users_inventory(example: dict, clusters, etcd_url: str) -> dict:
     first = {k: v for k, v in next(iter(group["hosts"].values())).items() if not k.endswith(("_cert", "_key"))}
     first.update(context=clusters[0].context, crd_upgrade_etcd_url=etcd_url)
     group["hosts"] = {clusters[0].name: first, clusters[1].name: {"context": clusters[1].context}}
-    group["vars"]["crd_upgrade_settle_seconds"] = 1   # a test's clusters have no other apiserver to wait for
+    group["vars"]["crd_upgrade_settle_seconds"] = 0   # a test's clusters have no other apiserver to wait for
+    group["vars"]["crd_upgrade_drain_window"] = 1   # no request is held across the flip here (default 65 s)
+    group["vars"]["crd_upgrade_writers_window"] = 0   # nothing else uses the cluster: no request counters to watch
     return example
 
 

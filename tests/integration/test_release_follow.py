@@ -1,4 +1,4 @@
-"""The live CRD follows the release the role applies (real kube-apiserver + etcd, cert-manager's own CRDs).
+"""The live CRD follows the release (crd_release_follow on a real kube-apiserver + etcd, cert-manager's own CRDs).
 
 cert-manager v1.7.1 drops `spec.conversion`. CRDs first created by `kubectl create` keep that manager as a co-owner
 of every field, so a forced server-side apply of v1.7.1 under the role's manager leaves `conversion: Webhook` in
@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import base64
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.integration.modrun import ansible_playbook, auth_args, run_module
+from tests.integration.modrun import auth_args, run_module
 
 REPO = Path(__file__).resolve().parents[2]
 CM = REPO / "tests" / "data" / "fixtures" / "cert-manager"
@@ -80,35 +79,27 @@ def test_ca_bundle_stays_while_the_release_declares_conversion(cluster, kube, ce
     assert conversion["webhook"]["clientConfig"]["caBundle"] == ca_bundle
 
 
-def test_the_role_leaves_no_conversion_after_v171(cluster, kube, cert_manager_crds, tmp_path):
-    before = kube.get_crd("certificates.cert-manager.io")
-    assert sorted(_owners_of_conversion(before, "f:webhook")) == ["cainjector", "kubectl-create"]
-    inventory = {"all": {"hosts": {"cm-cluster": {
-        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-        "crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0],
-        "crd_upgrade_installed_manifests": files("v1.5.4"), "crd_upgrade_release_manifests": files("v1.6.1"),
-        "crd_upgrade_target_manifests": files("v1.7.1"), "crd_upgrade_settle_seconds": 0,
-        "crd_upgrade_client_check": False, "crd_upgrade_preflight": False}}}}
-    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
-    play = tmp_path / "play.yml"
-    play.write_text(yaml.safe_dump([{"hosts": "all", "gather_facts": False,
-                                     "roles": [{"role": "crdops.migration.crd_upgrade"}]}]))
-    proc = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(play))
-    assert proc.returncode == 0, proc.stdout[-6000:]
+def test_after_v171_no_conversion_is_left_whoever_owned_it(cluster, kube, cert_manager_crds):
+    """The module as the role runs it after release N+1 (the role's run: tests/integration/test_cert_manager.py)."""
+    assert sorted(_owners_of_conversion(kube.get_crd("certificates.cert-manager.io"), "f:webhook")) == [
+        "cainjector", "kubectl-create"]
+    for plural in PLURALS:  # the role's apply of release N+1: forced server-side apply under its manager
+        kube.request("PATCH", kube.crd_path(f"{plural}.cert-manager.io"),
+                     json.dumps(crd_doc("v1.7.1", plural)).encode(), "application/apply-patch+yaml",
+                     query={"fieldManager": "crdops-migration", "force": "true"})
+    assert kube.get_crd("certificates.cert-manager.io")["spec"]["conversion"]["strategy"] == "Webhook"  # the bug
+    res = run_module("crd_release_follow", dict(auth_args(cluster), manifests=files("v1.7.1"),
+                                                previous_manifests=files("v1.5.4")))
+    assert not res.get("failed"), res
     for plural in PLURALS:
         name = f"{plural}.cert-manager.io"
         crd = kube.get_crd(name)
         assert crd["spec"]["conversion"] == {"strategy": "None"}, crd["spec"]["conversion"]
         # nobody owns a webhook any more (the defaulted strategy None is the remover's, the struct its creator's)
         assert _owners_of_conversion(crd, "f:webhook") == [], crd["metadata"]["managedFields"]
-        assert [v["name"] for v in crd["spec"]["versions"]] == ["v1"]
-        assert crd["status"]["storedVersions"] == ["v1"]
-        # what v1.7.1 declares is in effect (its annotation names another namespace than v1.5.4's)
-        assert crd["metadata"]["annotations"]["cert-manager.io/inject-ca-from-secret"] == \
-            "openshift-cert-manager/cert-manager-webhook-ca"
-        # the step says what it removed, and who owned it
         assert (f"{name}: removed spec.conversion with spec.conversion.webhook.clientConfig.caBundle, "
                 "spec.conversion.webhook.clientConfig.service.port (owned by cainjector (Update), kubectl-create "
-                "(Update))") in proc.stdout, proc.stdout[-6000:]
-    # release N (v1.6.1) still declares spec.conversion: nothing of it removed, cainjector's caBundle kept then
-    assert "release N: ['certificaterequests.cert-manager.io: nothing the previous release declared" in proc.stdout
+                "(Update))") in res["messages"], res["messages"]
+    again = run_module("crd_release_follow", dict(auth_args(cluster), manifests=files("v1.7.1"),
+                                                  previous_manifests=files("v1.5.4")))
+    assert again["changed"] is False and all(c["removed"] == [] for c in again["crds"])  # idempotent

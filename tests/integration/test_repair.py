@@ -1,4 +1,5 @@
-"""Repair of an unreadable resource (issue 10, finding 2), on a real kube-apiserver + etcd.
+"""Repair of an unreadable resource (objects stored at a version the CRD no longer has), on a real
+kube-apiserver + etcd.
 
 The broken state is built exactly as users reach it: objects stored at v1, storage flipped to v2, only some
 (or none) of them re-stored, status.storedVersions set to [v2] by hand through the status subresource, and
@@ -35,7 +36,7 @@ def list_all(kube, s: Seeded, version: str = "v2") -> list[dict]:
     return kube.get(objects_path(s.group, version, s.plural), limit=500)["items"]
 
 
-def build_finding_2(kube, group: str, count: int, restored: int, namespaces=None) -> Seeded:
+def build_unreadable_resource(kube, group: str, count: int, restored: int, namespaces=None) -> Seeded:
     """Objects at v1; storage flipped to v2; `restored` of them re-stored; storedVersions [v2] by hand;
     release N+1 (v2 only) applied. Returns once every LIST fails with 500 StorageReadError."""
     s = Seeded(group, "gizmos", "Gizmo", "Namespaced" if namespaces else "Cluster")
@@ -92,9 +93,9 @@ def repair_events(kube, s: Seeded) -> list[str]:
     return [e["reason"] for e in events]
 
 
-def test_module_repairs_finding_2_and_check_mode_writes_nothing(cluster, kube, group):
+def test_module_repairs_an_unreadable_resource_and_check_mode_writes_nothing(cluster, kube, group):
     count, restored = 30, 10
-    s = build_finding_2(kube, group, count, restored)
+    s = build_unreadable_resource(kube, group, count, restored)
     body = assert_unreadable(kube, s, count, restored)
     print("kube-apiserver 1.37.2 LIST answer:", json.dumps(body["message"]))
     args = dict(auth_args(cluster), names=[s.crd_name], etcd_url=cluster.etcd_url, page_size=7)
@@ -131,8 +132,8 @@ def test_module_repairs_finding_2_and_check_mode_writes_nothing(cluster, kube, g
     again = run_module("crd_storage_repair", args)
     assert again["changed"] is False and "nothing to repair" in again["crds"][0]["message"]
     reliability.record(
-        "repair of finding 2 (10 of 30 re-stored, storedVersions trimmed by hand, v1 removed): crd_storage_repair "
-        "with etcd_url",
+        "repair of an unreadable resource (10 of 30 re-stored, storedVersions trimmed by hand, v1 removed): "
+        "crd_storage_repair with etcd_url",
         f"LIST failed with 500 StorageReadError ({count - restored} keys at v1); check mode wrote nothing; v1 added "
         f"back, {entry['restore']['rewritten']} rewritten, {entry['restore']['unchanged']} unchanged, "
         f"storedVersions [v2], v1 removed again; {entry['readable_after']} of {count} listed; rerun: nothing to repair",
@@ -141,7 +142,7 @@ def test_module_repairs_finding_2_and_check_mode_writes_nothing(cluster, kube, g
 
 def test_role_entry_point_repairs_with_previous_release_schema(cluster, kube, group, tmp_path):
     count = 24
-    s = build_finding_2(kube, group, count, 0, namespaces=["rep-a", "rep-b"])
+    s = build_unreadable_resource(kube, group, count, 0, namespaces=["rep-a", "rep-b"])
     assert_unreadable(kube, s, count, 0)
     previous = crd(s, [("v1", True, False), ("v2", True, True)])
     previous["spec"]["versions"][0]["schema"] = SCHEMA_V1
@@ -177,8 +178,8 @@ def test_role_entry_point_repairs_with_previous_release_schema(cluster, kube, gr
     rerun = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(tmp_path / "repair.yml"), cwd=tmp_path)
     assert rerun.returncode == 0 and json.loads((tmp_path / "result.json").read_text())["changed"] is False
     reliability.record(
-        "repair of finding 2 (none re-stored, namespaced, no etcd_url): role `tasks_from: repair` with the previous "
-        "release's schema",
+        "repair of an unreadable resource (none re-stored, namespaced, no etcd_url): role `tasks_from: repair` with "
+        "the previous release's schema",
         f"LIST failed with 500 StorageReadError ({count} keys at v1); --check wrote nothing; v1 added back, "
         f"{done['crds'][0]['restore']['rewritten']} rewritten, storedVersions [v2], v1 removed again; "
         f"{done['crds'][0]['readable_after']} of {count} listed; rerun: nothing to repair",
@@ -191,7 +192,7 @@ def test_repair_sigkilled_mid_pass_leaves_the_objects_readable_and_a_rerun_finis
 
     from tests.integration.modrun import ModuleRun
     count = 120
-    s = build_finding_2(kube, group, count, 0)
+    s = build_unreadable_resource(kube, group, count, 0)
     args = dict(auth_args(cluster), names=[s.crd_name], etcd_url=cluster.etcd_url, page_size=20, workers=1,
                 max_qps=15)  # about 8 s of re-store: time to kill it in the middle
     run = ModuleRun("crd_storage_repair", args)
@@ -218,7 +219,7 @@ def test_repair_sigkilled_mid_pass_leaves_the_objects_readable_and_a_rerun_finis
     assert entry["restore"]["rewritten"] == count - killed_at.get(f"{s.group}/v2", 0)
     assert_repaired(kube, cluster, s, count)
     reliability.record(
-        "repair SIGKILLed mid-pass (finding 2, 120 objects, etcd_url)",
+        "repair SIGKILLed mid-pass (unreadable resource, 120 objects, etcd_url)",
         f"killed with {killed_at.get(f'{s.group}/v2', 0)} of {count} keys at v2; v1 stayed in spec.versions, every "
         f"object readable; rerun continued from the annotation, rewrote {entry['restore']['rewritten']}, removed v1",
         count, scan_storage(cluster.etcd_url, s.group, s.plural).total, True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import re
 
-from tests.integration.chromium import dump_dom, rendered_table_rows
+from tests.integration.chromium import dump_dom, layout
 from tests.integration.modrun import REPO, ansible_playbook
 
 
@@ -18,7 +18,7 @@ def cluster(name, status, crds=(), error=None, phase=None):
 def crd(name, objects, rewritten, failed=0, first_failure=None):
     return {"name": name, "stored_before": ["v1alpha1", "v1beta1"], "stored_after": ["v1beta1"],
             "storage_version": "v1beta1", "objects": objects, "rewritten": rewritten, "unchanged": 0,
-            "failed": failed, "duration_s": 1.5, "first_failure": first_failure, "trimmed": True, "upgraded": False,
+            "failed": failed, "gone": 0, "duration_s": 1.5, "first_failure": first_failure, "trimmed": True, "upgraded": False,
             "skipped": None, "etcd": None}
 
 
@@ -38,20 +38,24 @@ def test_merged_report_renders_in_chromium(tmp_path):
     # the playbook from the collection by name, the default (relative) report dir: it is the working directory's
     proc = ansible_playbook("crdops.migration.fleet_report_merge", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert f"report: {reports}/fleet-report.md (.json, .html) - crd_upgrade_report_dir ./crdops-report resolved " \
-           "against the working directory of the run" in proc.stdout, proc.stdout[-2000:]
+    run = (reports / "latest").resolve()
+    assert run.parent == reports and run.name.endswith("-merged")
+    assert f"report: {run}/fleet-report.md (.json, .html); latest: {reports}/latest - crd_upgrade_report_dir " \
+           "./crdops-report resolved against the working directory of the run" in proc.stdout, proc.stdout[-2000:]
     assert not (REPO / "playbooks" / "crdops-report").exists()
 
-    rows = rendered_table_rows(reports / "fleet-report.html")
-    assert rows == [
-        ["prod-ap-1", "", "not run", ""],
-        ["prod-eu-1", "widgets.example.com", "v1alpha1, v1beta1", "v1beta1", "v1beta1", "120", "120", "0", "0", "1.5",
-         "trimmed", ""],
-        ["prod-us-1", "widgets.example.com", "v1alpha1, v1beta1", "v1beta1", "v1beta1", "10", "7", "0", "3", "1.5",
-         "failed (restore)", "<script>alert(1)</script> 409"],
-    ], rows
-    dom = dump_dom(reports / "fleet-report.html")
+    wanted = {"failures": "table.failures tr.failed td", "clusters": "table.clusters tr", "crds": "table.crds tr"}
+    boxes = layout(run / "fleet-report.html", wanted)
+    assert [b["text"] for b in boxes["failures"]][:2] == ["prod-us-1", "restore"], boxes["failures"]
+    assert [b["text"] for b in boxes["clusters"]] == [
+        "cluster status what happened",
+        "prod-us-1 failed phase restore: [cluster prod-us-1] boom",
+        "prod-ap-1 not run waiting: its wave never started, or the run stopped first",
+        "prod-eu-1 ok 1 CRD(s) changed, 120 objects re-stored of 120, 3.5 s"], boxes["clusters"]
+    assert "10 7 re-stored, 0 unchanged, 0 gone, 3 failed in 1.5 s <script>alert(1)</script> 409" in \
+        [b["text"] for b in boxes["crds"]][-1]
+    dom = dump_dom(run / "fleet-report.html")
     assert "<script>alert" not in dom   # the error text is escaped, never markup
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", dom))
-    assert "3 clusters: 1 ok, 0 planned, 1 failed, 1 not run. Objects: 130, rewritten 127, failed 3." in text, text
-    assert re.search(r"Generated \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00\.", text), text
+    assert "3 clusters: 1 done, 1 failed, 1 waiting; 130 objects, 127 re-stored, 3 failed" in text, text
+    assert re.search(r"report generated \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00\.", text), text

@@ -31,7 +31,7 @@ def test_fleet_upgrade_with_the_shipped_clusterrole(cluster, kube, group, tmp_pa
         "crd_upgrade_release_manifests": [str(release_n / "*.yaml")],
         "crd_upgrade_target_manifests": [str(release_next / "*.yaml")],
         "crd_upgrade_crd_names": [s.crd_name],
-        "crd_upgrade_settle_seconds": 1}}}}}}
+        "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0}}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     extra_vars = json.dumps({"crd_upgrade_waves": [1], "crd_upgrade_report_dir": str(report_dir)})
     proc = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(REPO / "playbooks" / "fleet_upgrade.yml"),
@@ -49,7 +49,7 @@ def test_fleet_upgrade_with_the_shipped_clusterrole(cluster, kube, group, tmp_pa
     assert crd["status"]["storedVersions"] == ["v1beta1"]
     final = scan_storage(cluster.etcd_url, group, s.plural)
     assert final.counts == {s.new(): 80}
-    report = json.loads(next(report_dir.glob("*.json")).read_text())
+    report = json.loads(next((report_dir / "latest").glob("*.json")).read_text())
     text = json.dumps(report) + proc.stdout
     assert token not in text
     assert "least-privilege" in json.dumps(report)

@@ -1,4 +1,4 @@
-"""Clients keep working after the role (issue 10 A): objects server-side applied at v1alpha1 by two managers,
+"""Clients keep working after the role: objects server-side applied at v1alpha1 by two managers,
 the role run with release N (v1alpha1 + v1beta1, storage v1beta1) and N+1 (v1beta1 only). Afterwards:
 (1) each original manager's apply at v1beta1 succeeds, (2) ownership survived: a third manager's non-forced
 apply that changes a field of the first gets 409 naming that manager, (3) re-applying an unchanged manifest is
@@ -35,7 +35,7 @@ def run_role(cluster, tmp_path, s: Seeded, release_n: dict | None, release_next:
             "crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0],
             "crd_upgrade_release_manifests": [str(files["release"])] if "release" in files else [],
             "crd_upgrade_target_manifests": [str(files["target"])],
-            "crd_upgrade_crd_names": [s.crd_name], "crd_upgrade_settle_seconds": 0}
+            "crd_upgrade_crd_names": [s.crd_name], "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0}
     host.update(host_vars)
     inventory = {"all": {"children": {"clusters": {"hosts": {"mf-cluster": host}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))

@@ -188,7 +188,7 @@ def run_role(cluster, tmp_path: Path, cols: list[Column]):
     host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
             "crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0],
             "crd_upgrade_release_manifests": [str(release)], "crd_upgrade_target_manifests": [str(target)],
-            "crd_upgrade_crd_names": [c.crd_name for c in cols], "crd_upgrade_settle_seconds": 0}
+            "crd_upgrade_crd_names": [c.crd_name for c in cols], "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1}
     inventory = {"all": {"children": {"clusters": {"hosts": {"clients-cluster": host}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     extra_vars = json.dumps({"crd_upgrade_waves": [1], "crd_upgrade_report_dir": str(tmp_path / "report")})

@@ -1,4 +1,4 @@
-"""A release as projects ship it: one file holding the CRDs next to a Namespace and a Deployment (issue 14).
+"""A release as projects ship it: one file holding the CRDs next to a Namespace and a Deployment.
 
 The role reads such a bundle for release N and N+1, applies only its CRDs, and reports the documents it
 skipped. The run goes through every phase on a real kube-apiserver + etcd with gateway-api's own CRDs:
@@ -81,7 +81,7 @@ def test_a_release_bundle_with_a_namespace_and_a_deployment_upgrades(cluster, ku
         "crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0],
         "crd_upgrade_release_manifests": [str(release_n)],
         "crd_upgrade_target_manifests": [str(tmp_path / "gateway-api-v1.2.*.manifest")],
-        "crd_upgrade_settle_seconds": 0}}}}}}
+        "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0}}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     extra_vars = json.dumps({"crd_upgrade_waves": [1], "crd_upgrade_report_dir": str(tmp_path / "r")})
     proc = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(REPO / "playbooks" / "fleet_upgrade.yml"),
@@ -92,7 +92,7 @@ def test_a_release_bundle_with_a_namespace_and_a_deployment_upgrades(cluster, ku
     for bundle in (release_n, release_next):
         assert (f"2 documents skipped (not CRDs): {bundle} document 0 (Namespace), {bundle} document 4 "
                 "(Deployment)") in proc.stdout, proc.stdout[-6000:]
-    report = json.loads(next((tmp_path / "r").glob("*.json")).read_text())
+    report = json.loads(next((tmp_path / "r" / "latest").glob("*.json")).read_text())
     (result,) = report["clusters"]
     assert result["status"] == "ok", result
     assert result["phases_done"] == ["init", "preflight", "discover", "storage_flip", "barrier", "restore", "verify",

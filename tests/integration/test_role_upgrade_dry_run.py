@@ -32,7 +32,7 @@ def test_a_refused_release_is_not_half_applied(cluster, kube, group, tmp_path):
         "crd_upgrade_release_manifests": [str(release_n / "*.yaml")],
         "crd_upgrade_target_manifests": [str(release_next / "*.yaml")],
         "crd_upgrade_crd_names": [widgets.crd_name, gadgets.crd_name],
-        "crd_upgrade_settle_seconds": 0}}}}}}
+        "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0}}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     extra_vars = json.dumps({"crd_upgrade_waves": [1], "crd_upgrade_report_dir": str(tmp_path / "r")})
     proc = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(REPO / "playbooks" / "fleet_upgrade.yml"),
@@ -46,5 +46,5 @@ def test_a_refused_release_is_not_half_applied(cluster, kube, group, tmp_path):
         assert [v["name"] for v in crd["spec"]["versions"]] == ["v1alpha1", "v1beta1"], s.crd_name
         # the earlier phases did their part: migrated and trimmed
         assert crd["status"]["storedVersions"] == ["v1beta1"]
-    report = json.loads(next((tmp_path / "r").glob("*.json")).read_text())
+    report = json.loads(next((tmp_path / "r" / "latest").glob("*.json")).read_text())
     assert "upgrade" in json.dumps(report)

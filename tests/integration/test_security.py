@@ -272,7 +272,7 @@ def test_whole_role_at_vvvv_never_prints_the_token(cluster, kube, group, tmp_pat
     host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
             "crd_upgrade_release_manifests": [str(release_n / "*.yaml")],
             "crd_upgrade_target_manifests": [str(release_next / "*.yaml")],
-            "crd_upgrade_crd_names": [s.crd_name], "crd_upgrade_settle_seconds": 1}
+            "crd_upgrade_crd_names": [s.crd_name], "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0}
     env = ansible_env()
     if given == "crd_upgrade_auth.api_key":
         host["crd_upgrade_auth"] = token_args(cluster, token)
@@ -291,8 +291,8 @@ def test_whole_role_at_vvvv_never_prints_the_token(cluster, kube, group, tmp_pat
     assert proc.returncode == 0, proc.stdout[-5000:]
     assert scan_storage(cluster.etcd_url, group, s.plural).counts == {s.new(): 12}
     assert len(out.splitlines()) > 2000, "not a -vvvv run"   # module invocations, connection details
-    files = [p for p in (tmp_path / "progress").rglob("*") if p.is_file()] + list((tmp_path / "report").glob("*"))
-    assert len(list((tmp_path / "report").glob("fleet-report.*"))) == 3
+    files = [p for folder in ("progress", "report") for p in (tmp_path / folder).rglob("*") if p.is_file()]
+    assert len(list((tmp_path / "report" / "latest").glob("fleet-report.*"))) == 3
     texts = {str(p): p.read_text(errors="replace") for p in files}
     texts["ansible-playbook -vvvv output"] = out
     for where, text in texts.items():

@@ -1,4 +1,4 @@
-"""What the re-store changes in etcd beyond apiVersion (issue 10 D), on a real kube-apiserver + etcd.
+"""What the re-store changes in etcd beyond apiVersion, on a real kube-apiserver + etcd.
 
 The API shows objects with the storage version's defaults applied and unknown fields pruned already
 when it reads them, so only etcd shows what a re-store persists or deletes. These tests predict it
@@ -162,7 +162,7 @@ def _inventory(tmp_path: Path, cluster, host: str, names: list[str], extra: dict
     hostvars = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
                 "crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0],
                 "crd_upgrade_crd_names": names, "crd_upgrade_etcd_url": cluster.etcd_url,
-                "crd_upgrade_settle_seconds": 0}
+                "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0}
     hostvars.update(extra)
     path = tmp_path / f"{host}.yml"
     path.write_text(yaml.safe_dump({"all": {"children": {"clusters": {"hosts": {host: hostvars}}}}}))

@@ -1,6 +1,8 @@
 """A malformed survey answer for the play keywords fails the job before any cluster is touched, naming it."""
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
 
@@ -21,4 +23,12 @@ def test_bad_wave_answers_stop_before_any_task(tmp_path, extra, message):
                             "-e", extra, cwd=tmp_path, timeout=120)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and message in out, out[-3000:]
-    assert "TASK [" not in out and not (tmp_path / "crdops-report").exists()
+    # only the run's report folder was opened (on the controller, so that no older report looks current): no
+    # task of the upgrade play ran, and the report says no result was recorded
+    tasks = [line for line in out.splitlines() if line.startswith("TASK [")]
+    assert tasks and all("report" in line.lower() for line in tasks), tasks
+    assert "Upgrade this cluster" not in out
+    reports = list((tmp_path / "crdops-report" / "latest").glob("fleet-report.json"))
+    assert len(reports) == 1, reports
+    report = json.loads(reports[0].read_text())
+    assert report["clusters"] == [] and report["run"]["outcome"].startswith("no result"), report

@@ -24,6 +24,7 @@ from tests.controlplane.etcd_reader import current_revision, keys_written_since,
 from tests.controlplane.kube import Kube, KubeError, objects_path
 from tests.controlplane.webhook import (WebhookServer, conversion_spec, non_loopback_address, publish_as_service,
                                         widget_schemas)
+from tests.integration import reliability
 from tests.integration.modrun import auth_args, run_module
 from tests.integration.test_security import service_account_token, shipped_rules, token_args
 
@@ -70,10 +71,12 @@ def by_manager(mf: list[dict]) -> dict[str, dict]:
     return {e["manager"]: e for e in mf}
 
 
-def migrate(cluster, group: str, removed: list[str], check_mode: bool = False) -> dict:
+def migrate(cluster, group: str, removed: list[str], check_mode: bool = False, warnings: list | None = None) -> dict:
     result = run_module("crd_storage_migrate", dict(auth_args(cluster), names=[f"{PLURAL}.{group}"],
                                                     removed_versions=removed), check_mode)
     assert not result.get("failed"), result.get("msg")
+    if warnings is not None:
+        warnings.extend(str(w) for w in result.get("warnings") or [])  # 2.19+: structured warnings
     return result["crds"][0]
 
 
@@ -118,7 +121,8 @@ def test_entries_are_translated_through_the_webhook_and_a_kept_served_version_is
     plan = migrate(cluster, group, [f"{crd_name}/v1alpha1"], check_mode=True)
     assert keys_written_since(cluster.etcd_url, revision) == []
     assert (plan["managed_fields_translated"], plan["managed_fields_unmappable"]) == (12, 2)
-    done = migrate(cluster, group, [f"{crd_name}/v1alpha1"])
+    warned: list[str] = []
+    done = migrate(cluster, group, [f"{crd_name}/v1alpha1"], warnings=warned)
     assert (done["managed_fields_translated"], done["managed_fields_unmappable"], done["rewritten"]) == (12, 2, 4)
     assert done["field_mappings"][0]["method"] == "exact" and done["field_mappings"][0]["paths_unmapped"] == [
         ".spec.endpoint"]
@@ -130,6 +134,8 @@ def test_entries_are_translated_through_the_webhook_and_a_kept_served_version_is
     unmappable = done["unmappable_entries"][0]
     assert (unmappable["manager"], unmappable["objects"]) == ("legacy-tool", 2)
     assert sorted(unmappable["examples"]) == [f"{NS}/{n}" for n in LEGACY]
+    assert any(f"ownership reduced for {ARGO}" in w and ".spec.endpoint" in w for w in warned), warned
+    assert any("legacy-tool" in w and "removing v1alpha1 would break server-side apply" in w for w in warned), warned
 
     scan = scan_storage(cluster.etcd_url, group, PLURAL)  # every key re-stored at the storage version
     assert scan.counts == {f"{group}/v1beta1": 4}
@@ -161,6 +167,11 @@ def test_entries_are_translated_through_the_webhook_and_a_kept_served_version_is
     with pytest.raises(KubeError) as broken:  # the kept entry at the removed version: kubernetes#111937
         apply(kube, group, "v1beta1", LEGACY[0], FLUX, copy.deepcopy(spec))
     assert broken.value.status == 500
+    reliability.record("ownership through a conversion webhook (renamed, moved, re-meant, list-map key renamed, split)",
+                       "4 objects, 4 managers at v1alpha1: entries untouched while v1alpha1 stays served (2 runs), "
+                       "then 12 translated, the split field dropped and named, 2 unmappable entries kept and the "
+                       "removal reported unsafe; after it, applies without force prune, conflicts name the owner",
+                       4, scan.total, scan.counts == {f"{group}/v1beta1": 4})
 
 
 def test_a_service_webhook_is_asked_through_the_service_proxy_and_without_that_permission_best_effort(

@@ -44,6 +44,22 @@ def not_found(group, plural, name):
                   details={"name": name, "group": group, "kind": plural})
 
 
+class Clock:
+    """A monotonic clock and its sleep, driven by the test: ``clock()`` reads ``t``; ``clock.sleep(s)`` records ``s``
+    in ``sleeps`` and moves ``t`` on by it."""
+
+    def __init__(self, t=100.0):
+        self.t = t
+        self.sleeps = []
+
+    def __call__(self):
+        return self.t
+
+    def sleep(self, s):
+        self.sleeps.append(s)
+        self.t += s
+
+
 def make_crd(name="crontabs.stable.example.com", versions=(("v1", True, False), ("v2", True, True)),
              stored=("v1", "v2"), scope="Namespaced", generation=2, conversion=None, annotations=None,
              labels=None):
@@ -51,7 +67,10 @@ def make_crd(name="crontabs.stable.example.com", versions=(("v1", True, False), 
     return {
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": name, "generation": generation, "resourceVersion": "10", "uid": "u-" + name,
-                     "annotations": dict(annotations or {}), "labels": dict(labels or {})},
+                     "annotations": dict(annotations or {}), "labels": dict(labels or {}),
+                     # the spec's last change (the storage flip), long before the fake's clock: no drain to wait
+                     "managedFields": [{"manager": "kubectl", "operation": "Apply", "time": "2026-01-01T00:00:00Z",
+                                        "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]},
         "spec": {"group": group, "scope": scope,
                  "names": {"plural": plural, "kind": plural.capitalize()[:-1]},
                  "versions": [{"name": n, "served": s, "storage": st} for n, s, st in versions],
@@ -120,7 +139,10 @@ class FakeCluster:
             if r is not None:
                 return r
         with self.lock:
-            return self._control_plane(method, path, body) or self._route(method, path, q, body, content_type)
+            answer = self._control_plane(method, path, body) or self._route(method, path, q, body, content_type)
+        if isinstance(answer.headers, dict):  # every apiserver answer carries its clock (drain window, Leases)
+            answer.headers.setdefault("Date", formatdate(self.now, usegmt=True))
+        return answer
 
     def for_endpoint(self, url, new_connection_per_request=False):
         return self.endpoints_by_url.get(url, self)
@@ -198,6 +220,8 @@ class FakeCluster:
                               "NotFound")
             if method == "GET":
                 return resp(200, crd)
+            if method == "PATCH" and content_type == "application/json-patch+json":
+                return self._crd_json_patch(crd, json.loads(body))
             if method == "PATCH":
                 patch = json.loads(body)
                 rv = (patch.get("metadata") or {}).get("resourceVersion")
@@ -249,9 +273,16 @@ class FakeCluster:
         obj = objs.get(key)
         if obj is None:
             return not_found(group, plural, name)
-        if method == "PATCH":
+        if method == "PATCH" and content_type == "application/json-patch+json":
+            # the confirming pass: a JSON patch that only tests the resourceVersion (no content)
+            ops = json.loads(body)
+            assert [op["op"] for op in ops] == ["test"] and ops[0]["path"] == "/metadata/resourceVersion", ops
+            if ops[0]["value"] != obj["rv"]:
+                return status(422, "the server rejected our request due to an error in our request", "Invalid")
+        elif method == "PATCH":
             assert body == b"{}", "the engine must never send object content"
             assert content_type == "application/merge-patch+json"
+        if method == "PATCH":
             storage = self.storage_of(crd_name)
             if obj["stored"] != storage:
                 obj["stored"] = storage
@@ -262,6 +293,20 @@ class FakeCluster:
 
     def close(self):
         self.closed = True
+
+    def _crd_json_patch(self, crd, ops):
+        """A JSON patch of a CRD's metadata: ``test`` of the resourceVersion, ``replace`` of managedFields."""
+        for op in ops:
+            if op["op"] == "test" and op["path"] == "/metadata/resourceVersion":
+                if op["value"] != crd["metadata"]["resourceVersion"]:
+                    return status(422, "the server rejected our request due to an error in our request", "Invalid")
+            elif op["op"] == "replace" and op["path"] == "/metadata/managedFields":
+                crd["metadata"]["managedFields"] = op["value"]
+            else:
+                raise AssertionError("unexpected CRD patch op %r" % op)
+        crd["metadata"]["resourceVersion"] = self.next_rv()
+        self.crd_writes += 1
+        return resp(200, crd)
 
     def _discovery(self, group, version):
         resources = []

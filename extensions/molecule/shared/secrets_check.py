@@ -2,7 +2,7 @@
 
     python extensions/molecule/shared/secrets_check.py REPORT_DIR STATE_DIR
 
-Checks every fleet-report.* file in REPORT_DIR against
+Checks every fleet-report*.* file in REPORT_DIR and its run folders against
 - the material of every key under STATE_DIR (*.key of each cluster's PKI: client, CA, serving, SA keys),
   matched by any 32-character piece of its base64 body, and PEM headers of keys;
 - token shapes: JWTs (service-account tokens), `Bearer <value>`, `token: <value>` that is not redacted;
@@ -49,7 +49,7 @@ def kubeconfig_lines(state_dir: Path):
 
 def main() -> int:
     report_dir, state_dir = Path(sys.argv[1]), Path(sys.argv[2])
-    files = sorted(report_dir.glob("fleet-report.*"))
+    files = sorted(report_dir.glob("*/fleet-report*.*")) + sorted(report_dir.glob("fleet-report*.*"))  # every run folder
     findings = []
     secrets = list(key_fragments(state_dir))
     kube_values = list(kubeconfig_lines(state_dir))

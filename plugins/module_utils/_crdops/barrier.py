@@ -25,8 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from .crd import Crd
-from .errors import CrdOpsError
+from .errors import CrdOpsError, OutcomeError, RefusalError
+from .stop import StopSignal
 from .transport import JSON, Transport
+
+POLL_EVERY_S = 0.5
 
 
 def storage_version_hash(group: str, version: str, kind: str) -> str:
@@ -67,11 +70,18 @@ class BarrierResult:
     mode: str = "endpoints"
     polls: int = 1
     warning: Optional[str] = None
+    # endpoints that reported another version in some round (lagging behind the flip)
+    lagged: List[str] = field(default_factory=list)
+    # clock time of the round in which the last lagging endpoint first reported the storage version (the first
+    # round of the final all-current streak); None when no endpoint lagged. The drain counts from it (drain.py).
+    caught_up_at: Optional[float] = None
+    caught_up_after_s: Optional[float] = None  # the same, in seconds after the barrier started
 
     def to_dict(self) -> Dict[str, Any]:
         return {"name": self.crd, "storage_version": self.storage_version, "endpoints": dict(self.endpoints),
                 "waited_s": round(self.waited_s, 3), "passed": self.passed, "mode": self.mode,
-                "polls": self.polls, "warning": self.warning}
+                "polls": self.polls, "warning": self.warning, "lagged": list(self.lagged),
+                "caught_up_after_s": None if self.caught_up_after_s is None else round(self.caught_up_after_s, 3)}
 
 
 def reported_storage_version(transport: Transport, crd: Crd) -> Optional[str]:
@@ -101,14 +111,32 @@ def poll_once(transports: Mapping[str, Transport], crd: Crd, result: BarrierResu
     return lagging
 
 
+def stopped_waiting(stop: Optional[StopSignal], what: str, crd: Crd) -> OutcomeError:
+    return OutcomeError("stopped", "%s: %s; nothing written" % (stop.reason if stop else "stopped", what),
+                        crd=crd.name)
+
+
+def pause(seconds: float, stop: Optional[StopSignal], sleep: Callable[[float], None]) -> bool:
+    """Wait ``seconds``; True when a stop request came meanwhile (the wait then ends at once)."""
+    if stop is None:
+        sleep(seconds)
+        return False
+    return stop.wait(seconds) or stop.is_set()
+
+
 def wait_for_storage_version(transports: Mapping[str, Transport], crd: Crd, timeout: float, settle: float = 0.0,
                              clock: Callable[[], float] = time.monotonic,
-                             sleep: Callable[[float], None] = time.sleep) -> BarrierResult:
+                             sleep: Callable[[float], None] = time.sleep,
+                             stop: Optional[StopSignal] = None) -> BarrierResult:
     """Block until every endpoint reports ``crd``'s storage version, then wait ``settle`` seconds.
 
     With a :class:`BarrierPlan`, every target must report it in ``plan.polls`` consecutive rounds and the
-    settle wait is at least ``plan.settle_floor``.
+    settle wait is at least ``plan.settle_floor``. No target at all is a refusal: a barrier that polls nobody
+    proves nothing. A stop request ends the wait at once.
     """
+    if not transports:
+        raise RefusalError("HA barrier has no apiserver to poll for storage version %s; refusing the pass "
+                           "(nothing written)" % (crd.storage_version or "<none>"), crd=crd.name)
     polls = getattr(transports, "polls", 1)
     settle = max(settle, getattr(transports, "settle_floor", 0.0))
     result = BarrierResult(crd=crd.name, storage_version=crd.storage_version or "",
@@ -116,26 +144,45 @@ def wait_for_storage_version(transports: Mapping[str, Transport], crd: Crd, time
                            warning=getattr(transports, "warning", None))
     start = clock()
     streak = 0
+    streak_started = start
     while True:
+        round_at = clock()
         lagging = poll_once(transports, crd, result)
-        streak = 0 if lagging else streak + 1
+        for endpoint in lagging:
+            if endpoint not in result.lagged:
+                result.lagged.append(endpoint)
+        if lagging:
+            streak = 0
+        else:
+            streak_started = round_at if streak == 0 else streak_started
+            streak += 1
         if streak >= polls:
             break
         if clock() - start >= timeout:
             result.waited_s = clock() - start
-            if not lagging:
-                raise CrdOpsError("HA barrier (%s): only %d of %d consecutive rounds reported storage version %s "
-                                  "within %.0fs" % (result.mode, streak, polls, result.storage_version, timeout),
-                                  crd=crd.name)
-            raise CrdOpsError(
-                "HA barrier: after %.0fs these apiservers still do not report storage version %s: %s; "
-                "migrating now could store objects at the old version (kubernetes#130235)"
-                % (timeout, result.storage_version,
-                   ", ".join("%s (reports %s)" % (e, result.endpoints[e]) for e in lagging)),
-                crd=crd.name)
-        sleep(0.5)
-    if settle > 0:
-        sleep(settle)
+            raise barrier_timeout_error(result, crd, lagging, streak, timeout)
+        if pause(POLL_EVERY_S, stop, sleep):
+            raise stopped_waiting(stop, "the HA barrier was waiting for storage version %s" % result.storage_version,
+                                  crd)
+    if result.lagged:
+        result.caught_up_at = streak_started
+        result.caught_up_after_s = streak_started - start
+    if settle > 0 and pause(settle, stop, sleep):
+        raise stopped_waiting(stop, "stopped during the barrier's settle wait", crd)
     result.waited_s = clock() - start
     result.passed = True
     return result
+
+
+def barrier_timeout_error(result: BarrierResult, crd: Crd, lagging: List[str], streak: int,
+                          timeout: float) -> CrdOpsError:
+    if not lagging:
+        return CrdOpsError("HA barrier (%s): only %d of %d consecutive rounds reported storage version %s "
+                           "within %.0fs" % (result.mode, streak, result.polls, result.storage_version, timeout),
+                           crd=crd.name)
+    return CrdOpsError(
+        "HA barrier: after %.0fs these apiservers still do not report storage version %s: %s; "
+        "migrating now could store objects at the old version (kubernetes#130235)"
+        % (timeout, result.storage_version,
+           ", ".join("%s (reports %s)" % (e, result.endpoints[e]) for e in lagging)),
+        crd=crd.name)

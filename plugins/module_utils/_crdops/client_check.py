@@ -22,10 +22,14 @@ from .crd import Crd
 from .errors import BadInputError, ConnectionFailed, CrdOpsError, at_least
 from .events import emit_crd_event
 from .fieldsv1 import apply_configuration
+from .owned_values import Path, describe, different, merge_patch_of, owned_values, set_at, trie_of, value_at
 from .transport import ACCEPT_PARTIAL_LIST, ApiResponse, Transport, dumps, error_from_response
 
 APPLY_PATCH = "application/apply-patch+yaml"  # JSON is valid YAML, so a JSON body is accepted
+MERGE_PATCH = "application/merge-patch+json"
 PROBE_MANAGER = "crdops-client-check"
+RIVAL_MANAGER = "crdops-client-check-rival"  # owns nothing: its change of an owned value must conflict
+CHANGE_TRIES = 3  # owned values tried per manager when the schema refuses the changed one (HTTP 422)
 MAX_EXAMPLES = 20
 # Objects with entries at removed versions are all counted, but a few dry-runs (plus one per new kind of
 # entry) already show the API's message: each such apply answers HTTP 500, which the transport retries.
@@ -38,7 +42,7 @@ EVENT_FAILED = "ClientCheckFailed"
 class ApplyFailure:
     obj: str
     manager: str
-    operation: str  # "Apply" (the manager's own fields) or "probe" (identity only)
+    operation: str  # Apply (an owned value changed), ownership (a new manager's change), Update, probe, read
     api_version: str
     status: int
     message: str
@@ -50,6 +54,24 @@ class ApplyFailure:
     def sentence(self) -> str:
         return "object %s, manager %s (%s at %s): HTTP %d %s" % (
             self.obj, self.manager, self.operation, self.api_version, self.status, self.message)
+
+
+@dataclass
+class ManagerTally:
+    """What the check proved for one field manager (one operation) over the sampled objects."""
+
+    manager: str
+    operation: str  # Apply or Update
+    objects: int = 0  # sampled objects with an entry of this manager
+    changed: int = 0  # of them, a dry-run that changed a value it owns succeeded
+    unchanged_only: int = 0  # no value it owns could be changed: its fields were sent unchanged
+    conflicts_named: int = 0  # Apply: a new manager changing that value got a conflict naming it
+    failed: int = 0
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"manager": self.manager, "operation": self.operation, "objects": self.objects,
+                "changed": self.changed, "unchanged_only": self.unchanged_only,
+                "conflicts_named": self.conflicts_named, "failed": self.failed}
 
 
 @dataclass
@@ -66,6 +88,15 @@ class CrdClientCheck:
     failures: List[ApplyFailure] = field(default_factory=list)
     stale_objects: int = 0
     stale_examples: List[str] = field(default_factory=list)
+    rivals: int = 0  # dry-run applies by a new manager changing an owned value (each must conflict)
+    patches: int = 0  # dry-run merge patches under an Update manager's name
+    by_manager: Dict[str, ManagerTally] = field(default_factory=dict)
+
+    def tally(self, manager: str, operation: str) -> ManagerTally:
+        key = "%s (%s)" % (manager, operation)
+        if key not in self.by_manager:
+            self.by_manager[key] = ManagerTally(manager, operation)
+        return self.by_manager[key]
 
     @property
     def ok(self) -> bool:
@@ -76,7 +107,9 @@ class CrdClientCheck:
                 "checked_objects": self.checked_objects, "applies": self.applies, "probes": self.probes,
                 "gone": self.gone, "stale_not_applied": self.stale_not_applied, "managers": sorted(self.managers), "failed": len(self.failures),
                 "failures": [f.to_dict() for f in self.failures[:MAX_EXAMPLES]],
-                "stale_objects": self.stale_objects, "stale_examples": list(self.stale_examples), "ok": self.ok}
+                "stale_objects": self.stale_objects, "stale_examples": list(self.stale_examples), "ok": self.ok,
+                "rivals": self.rivals, "patches": self.patches,
+                "by_manager": [t.to_dict() for _k, t in sorted(self.by_manager.items())]}
 
     def summary(self) -> str:
         parts = []
@@ -224,38 +257,143 @@ class _ObjectReader:
         return self._cache[version]
 
 
-def check_object(transport: Transport, crd: Crd, meta: Mapping[str, Any], result: CrdClientCheck,
-                 probe_manager: str = PROBE_MANAGER) -> None:
-    reader = _ObjectReader(transport, crd, meta)
-    api_group = crd.group
-    for manager, operation, version, entry in _apply_plan(crd, meta, probe_manager):
-        api_version = "%s/%s" % (api_group, version)
+class _ObjectCheck:
+    """The dry-runs of one sampled object: per Apply manager a changed owned value (and a new manager's conflict
+    naming it), per Update manager a merge patch under its name, or a probe when there is no Apply entry."""
+
+    def __init__(self, transport: Transport, crd: Crd, meta: Mapping[str, Any], result: CrdClientCheck,
+                 probe_manager: str) -> None:
+        self.transport, self.crd, self.meta, self.result = transport, crd, meta, result
+        self.probe_manager = probe_manager
+        self.reader = _ObjectReader(transport, crd, meta)
+        self.key = _key(meta)
+
+    def run(self) -> None:
+        for manager, operation, version, entry in _apply_plan(self.crd, self.meta, self.probe_manager):
+            obj = self.read(manager, operation, version)
+            if obj is None:
+                return
+            if entry is None:
+                self.probe(obj, version)
+            else:
+                self.apply_as_owner(manager, version, entry, obj)
+        for entry in self.meta.get("managedFields") or ():
+            if entry.get("operation") == "Update":
+                version = _served_or_storage(self.crd, entry)
+                obj = self.read(str(entry.get("manager", "")), "Update", version)
+                if obj is None:
+                    return
+                self.patch_as_updater(entry, version, obj)
+
+    def read(self, manager: str, operation: str, version: str) -> Any:
+        """The object at ``version``; None when gone or unreadable (a failure is recorded then)."""
         try:
-            obj = reader.get(version)
+            obj = self.reader.get(version)
         except ConnectionFailed:
             raise
         except CrdOpsError as exc:  # e.g. a conversion webhook that fails: this object cannot be applied either
-            result.failures.append(ApplyFailure(_key(meta), manager, "read", api_version, exc.status or 0,
-                                                exc.api_message or str(exc)))
-            continue
+            self.fail(manager, "read", version, exc.status or 0, exc.api_message or str(exc))
+            return None
         if obj is None:
-            result.gone += 1  # deleted since the listing: nothing to check
-            return
-        if entry is None:
-            config = apply_configuration(obj, {}, api_version, crd.kind)
-        else:
-            config = apply_configuration(obj, entry.get("fieldsV1") or {}, api_version, crd.kind)
-        subresource = str(entry.get("subresource") or "") if entry else ""
-        resp = dry_run_apply(transport, _object_path(crd, meta, version, subresource), manager, config)
-        if operation == "probe":
-            result.probes += 1
-        else:
-            result.applies += 1
-            if manager not in result.managers:
-                result.managers.append(manager)
+            self.result.gone += 1  # deleted since the listing: nothing to check
+        return obj
+
+    def fail(self, manager: str, operation: str, version: str, status: int, message: str) -> None:
+        self.result.failures.append(ApplyFailure(self.key, manager, operation, "%s/%s" % (self.crd.group, version),
+                                                 status, message))
+        if operation != "probe":
+            self.result.tally(manager, operation).failed += 1
+
+    def path(self, version: str, subresource: str) -> str:
+        return _object_path(self.crd, self.meta, version, subresource)
+
+    def probe(self, obj: Any, version: str) -> None:
+        """Identity only, by a manager of its own: converts every entry, so a stale one shows (HTTP 500)."""
+        config = apply_configuration(obj, {}, "%s/%s" % (self.crd.group, version), self.crd.kind)
+        resp = dry_run_apply(self.transport, self.path(version, ""), self.probe_manager, config)
+        self.result.probes += 1
         if not resp.ok:
-            result.failures.append(ApplyFailure(_key(meta), manager, operation, api_version, resp.status,
-                                                resp.api_message()))
+            self.fail(self.probe_manager, "probe", version, resp.status, resp.api_message())
+
+    def apply_as_owner(self, manager: str, version: str, entry: Mapping[str, Any], obj: Any) -> None:
+        """Change one owned value as its owner (no force): must succeed; then a new manager must conflict."""
+        tally = self.result.tally(manager, "Apply")
+        tally.objects += 1
+        self.result.applies += 1
+        if manager not in self.result.managers:
+            self.result.managers.append(manager)
+        api_version = "%s/%s" % (self.crd.group, version)
+        subresource = str(entry.get("subresource") or "")
+        fields = entry.get("fieldsV1") or {}
+        for path in owned_values(obj, fields)[:CHANGE_TRIES]:
+            config = apply_configuration(obj, fields, api_version, self.crd.kind)
+            set_at(config, path, different(value_at(obj, path)))
+            resp = dry_run_apply(self.transport, self.path(version, subresource), manager, config)
+            if resp.ok:
+                tally.changed += 1
+                self.rival(manager, version, subresource, obj, path)
+                return
+            if resp.status != 422:  # 422: the schema refuses that value; another owned value may do
+                self.fail(manager, "Apply", version, resp.status, "changing %s: %s" % (describe(path), resp.api_message()))
+                return
+        config = apply_configuration(obj, fields, api_version, self.crd.kind)  # no value it owns can change
+        resp = dry_run_apply(self.transport, self.path(version, subresource), manager, config)
+        tally.unchanged_only += 1
+        if not resp.ok:
+            self.fail(manager, "Apply", version, resp.status, resp.api_message())
+
+    def rival(self, owner: str, version: str, subresource: str, obj: Any, path: Path) -> None:
+        """The same change by a manager that owns nothing: a conflict naming ``owner`` proves the ownership."""
+        config = apply_configuration(obj, trie_of(path), "%s/%s" % (self.crd.group, version), self.crd.kind)
+        set_at(config, path, different(value_at(obj, path)))
+        resp = dry_run_apply(self.transport, self.path(version, subresource), RIVAL_MANAGER, config)
+        self.result.rivals += 1
+        named = 'conflict with "%s"' % owner
+        if resp.status == 409 and named in resp.api_message():
+            self.result.tally(owner, "Apply").conflicts_named += 1
+            return
+        what = "succeeded" if resp.ok else "answered HTTP %d %s" % (resp.status, resp.api_message())
+        self.fail(owner, "ownership", version, resp.status,
+                  "a new manager changing %s without force %s; a conflict naming %s was expected (ownership lost)"
+                  % (describe(path), what, owner))
+
+    def patch_as_updater(self, entry: Mapping[str, Any], version: str, obj: Any) -> None:
+        """A merge patch under an Update manager's name, changing a value it owns where one can be changed."""
+        manager = str(entry.get("manager", ""))
+        tally = self.result.tally(manager, "Update")
+        tally.objects += 1
+        self.result.patches += 1
+        subresource = str(entry.get("subresource") or "")
+        for path in owned_values(obj, entry.get("fieldsV1") or {})[:CHANGE_TRIES]:
+            patch = merge_patch_of(path, different(value_at(obj, path)))
+            if patch is None:
+                continue
+            resp = dry_run_merge_patch(self.transport, self.path(version, subresource), manager, patch)
+            if resp.ok:
+                tally.changed += 1
+                return
+            if resp.status != 422:
+                self.fail(manager, "Update", version, resp.status, "changing %s: %s" % (describe(path), resp.api_message()))
+                return
+        resp = dry_run_merge_patch(self.transport, self.path(version, subresource), manager, {})
+        tally.unchanged_only += 1
+        if not resp.ok:
+            self.fail(manager, "Update", version, resp.status, resp.api_message())
+
+
+def _served_or_storage(crd: Crd, entry: Mapping[str, Any]) -> str:
+    version = _version_of(entry.get("apiVersion", ""), crd.group)
+    return version if version in crd.served_versions else str(crd.storage_version)
+
+
+def dry_run_merge_patch(transport: Transport, path: str, manager: str, patch: Mapping[str, Any]) -> ApiResponse:
+    return transport.request("PATCH", path, query=[("dryRun", "All"), ("fieldManager", manager)],
+                             body=dumps(patch), content_type=MERGE_PATCH)
+
+
+def check_object(transport: Transport, crd: Crd, meta: Mapping[str, Any], result: CrdClientCheck,
+                 probe_manager: str = PROBE_MANAGER) -> None:
+    _ObjectCheck(transport, crd, meta, result, probe_manager).run()
 
 
 @dataclass(frozen=True)

@@ -14,17 +14,20 @@ value bound at step ``i``). A rule of None means the conversion was seen not to 
 or not told apart from another): the path is dropped from the entry and named, never mapped to itself.
 
 Rules are learnt by matching value vectors (mapping_learn.py): a path maps to the one place its values land,
-only when no other path holds the same values. ``metadata``, ``apiVersion`` and ``kind`` keep their paths:
+only when no other path holds the same values. A struct owned with none of its fields (``f:selfSigned: {}``)
+takes the image its mapped descendants agree on (struct_rules.py). ``metadata``, ``apiVersion`` and ``kind`` keep their paths:
 a conversion webhook may change nothing in metadata but labels and annotations, and those keep their keys.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Set, Tuple
 
 from .crd_schema import ANY, ANY_NODE, LIST, LIST_MAP, LIST_SET, MAP, STRUCT, Node
 from .made_up import SKIPPED_ROOT_FIELDS, Path
+from .struct_rules import struct_rule
 
 TElem = Tuple[Any, ...]
 Template = Tuple[TElem, ...]
@@ -67,6 +70,8 @@ class FieldMapping:
         self.rules: Dict[Path, Optional[Template]] = dict(rules or {})
         self.note = note
         self.learn_more = learn_more
+        self.lock = threading.Lock()  # shared by the pass's workers: rules learnt later, struct rules derived
+        self.derived: Dict[Path, Optional[Template]] = {}
 
     def summary(self) -> Dict[str, Any]:
         unmapped = sorted(readable_abstract(p) for p, t in self.rules.items() if t is None)
@@ -79,8 +84,11 @@ class FieldMapping:
         members = list(walk_members(fields_v1 if isinstance(fields_v1, Mapping) else {}, self.schema))
         unseen = [m for m in members if m.schemaless and m.path is not None and m.path not in self.rules]
         if unseen and self.learn_more is not None and isinstance(fields_v1, Mapping):
-            for path, template in self.learn_more(fields_v1).items():
-                self.rules.setdefault(path, template)
+            more = self.learn_more(fields_v1)
+            with self.lock:
+                for path, template in more.items():
+                    self.rules.setdefault(path, template)
+                self.derived.clear()  # new descendants may change a struct's image
         targets: List[Tuple[str, ...]] = []
         dropped: List[str] = []
         for m in members:
@@ -97,7 +105,17 @@ class FieldMapping:
         if m.path is None:
             return None
         template = self.rules.get(m.path)
+        if template is None:
+            template = self.struct_template(m.path)
         return instantiate(template, m.bindings) if template is not None else None
+
+    def struct_template(self, path: Path) -> Optional[Template]:
+        """The image of a struct owned with none of its fields, from its descendants' rules (cached); None for
+        a leaf (it has no descendants) and for a struct the conversion split or lost."""
+        with self.lock:
+            if path not in self.derived:
+                self.derived[path] = struct_rule(path, self.rules)
+            return self.derived[path]
 
 
 def _child(node: Node, key: str) -> Tuple[Optional[Tuple[str, ...]], Any, Node]:

@@ -45,14 +45,29 @@ def progress_line(state: Dict[str, Any], total: Optional[int]) -> Optional[str]:
     rate = float(cur.get("objects_per_s") or 0)
     remaining = max(expected - done, 0)
     eta = _duration(remaining / rate) if rate > 0 else ("0s" if remaining == 0 else "unknown")
-    position = min(int(state.get("crds_done") or 0) + 1, int(state.get("crds_total") or 1))
+    position = crd_position(state)
     pace = "" if cur.get("check_mode") else describe(cur.get("pace"))
     return ("CRD %d/%d %s: %d/%d objects (%.1f%%), rewritten %d, unchanged %d, gone %d, failed %d, "
             "skipped by checkpoint %d; %.1f obj/s, ETA %s%s%s" % (
                 position, int(state.get("crds_total") or 1), cur["crd"], done, expected, pct,
                 cur.get("rewritten") or 0, cur.get("unchanged") or 0, cur.get("gone") or 0, cur.get("failed") or 0,
                 cur.get("skipped_by_checkpoint") or 0, rate, eta, "; " + pace if pace else "",
-                " [plan only]" if cur.get("check_mode") else ""))
+                " [plan only]" if cur.get("check_mode") else _kind_of_pass(cur)))
+
+
+def _kind_of_pass(cur: Dict[str, Any]) -> str:
+    """The pass after the re-store that proves it (proof.py) lists every object again: say so, or its second run
+    from 0 to 100% reads as a restart."""
+    return " [confirming pass: no-op writes, nothing to re-store]" if cur.get("confirming") else ""
+
+
+def crd_position(state: Dict[str, Any]) -> int:
+    """1-based position of the CRD the line is about. ``crd_index`` is set when a CRD's pass starts; the last
+    report of a pass comes after ``crds_done`` already counts it, so ``crds_done + 1`` would name the next CRD."""
+    total = int(state.get("crds_total") or 1)
+    if state.get("crd_index"):
+        return min(int(state["crd_index"]), total)
+    return min(int(state.get("crds_done") or 0) + 1, total)
 
 
 def _reached(state: Dict[str, Any]) -> int:

@@ -8,7 +8,8 @@
 Every field of the schema gets a value; each list-map gets one item and each map one key, whose key values
 are markers too, so that where the converted object puts them shows how item keys are renamed. ``count``
 objects are made: a leaf's values across them (its *vector*) is unique among all leaves, so a boolean or an
-enum can be told apart from its neighbours, and the strings of the second object carry the separators a
+enum can be told apart from its neighbours (a struct field with no fields of its own is present in some objects
+and absent from the others, in a pattern of its own), and the strings of the second object carry the separators a
 split would cut at (``:``, ``/``, space), so a field split in two never shows up whole on either side.
 
 Paths are *abstract*: a step is ``("f", name)`` for a field, ``("m",)`` for a map key, ``("k",)`` for a
@@ -127,8 +128,17 @@ class _Maker:
                 if v is not OMITTED:
                     obj[name] = v
         if record and not fields and path:
-            self.leaves[path] = tuple({} for _j in range(self.count))
+            self.leaves[path] = self.presence() if path[-1][0] == "f" else tuple(objs)
+            return self.leaves[path]
         return tuple(objs)
+
+    def presence(self) -> Tuple[Any, ...]:
+        """A struct field with no fields of its own (``type: object`` and nothing else) can hold no marker, and
+        ``{}`` in every object would look like every other such field. So it is present (``{}``) in some objects
+        and left out of the others, in a pattern of its own like a boolean's: where the conversion puts ``{}``
+        in exactly those objects is its image. A conversion that drops or fills it is not shown to keep it."""
+        self.flags += 1
+        return tuple({} if (self.flags >> j) & 1 else OMITTED for j in range(self.count))
 
     def map(self, node: Node, path: Path, guide: Any, record: bool) -> Tuple[Any, ...]:
         key = self.key_marker(None)

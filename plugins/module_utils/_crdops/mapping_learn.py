@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 from .crd_schema import ANY, LIST, LIST_MAP, LIST_SET, MAP, SCALAR, STRUCT, Node
 from .field_mapping import EXACT, FieldMapping, Template, canon
 from .errors import ConversionWebhookError
-from .made_up import SKIPPED_ROOT_FIELDS, STYLES, MadeUp, Path, made_up, plain_strings
+from .made_up import OMITTED, SKIPPED_ROOT_FIELDS, STYLES, MadeUp, Path, made_up, plain_strings
 
 RawElem = Tuple[Any, ...]
 RawPath = Tuple[RawElem, ...]
@@ -112,7 +112,8 @@ def match(made: MadeUp, converted: List[Dict[str, Any]], new_schema: Node) -> Di
     for raw in raw_paths:
         by_vector.setdefault(tuple(f.get(raw, MISSING) for f in flat), []).append(raw)
     old_by_vector: Dict[Tuple[str, ...], int] = {}
-    vectors = dict((path, tuple(canon(v) for v in values)) for path, values in made.leaves.items())
+    vectors = dict((path, tuple(MISSING if v is OMITTED else canon(v) for v in values))
+                   for path, values in made.leaves.items())
     for vector in vectors.values():
         old_by_vector[vector] = old_by_vector.get(vector, 0) + 1
     rules: Dict[Path, Optional[Template]] = {}

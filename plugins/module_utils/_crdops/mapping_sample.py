@@ -38,6 +38,8 @@ def occurrences(value: Any, node: Node, path: Path = (), bindings: Tuple[Any, ..
     if node.kind == SCALAR or node.atomic or not isinstance(value, (dict, list)):
         out.append(Occurrence(path, bindings, canon(value)))
     elif isinstance(value, dict):
+        if not value and path:  # declared with none of its fields (``selfSigned: {}``): owned as a member itself
+            out.append(Occurrence(path, bindings, canon(value)))
         for key in sorted(value):
             if not path and key in SKIPPED_ROOT_FIELDS:
                 continue

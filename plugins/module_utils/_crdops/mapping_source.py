@@ -81,6 +81,8 @@ class MappingSource:
                                    % (caller.describe(), caller.route))
             except CrdOpsError as exc:
                 why = "exact mapping unavailable: %s" % exc
+            except Exception as exc:  # noqa: BLE001 - e.g. an answer of an unexpected shape: the best effort instead
+                why = "exact mapping unavailable: %s: %s" % (type(exc).__name__, exc)
         return learn_from_objects(self.transport, self.crd, version, old, new, self.sample_size, why)
 
     def wrap(self, contents: List[Dict[str, Any]], version: str) -> List[Dict[str, Any]]:

@@ -19,18 +19,21 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union, cast
 
 from .barrier import wait_for_storage_version
 from .crd import Crd
-from .errors import CrdOpsError
+from .drain import DEFAULT_WINDOW_S, Drain
+from .errors import BadInputError, CrdOpsError, at_least
+from .etcd_scan import EtcdReader
 from .events import PASS_FAILED, PASS_STARTED, PASS_SUCCEEDED, emit_crd_event
 from .freshness import barrier_revision
 from .managed_fields import check_removed_versions, keeps_ownership, removed_for
 from .pace import Learned, PaceCarry, PaceGate
 from .pass_lease import DEFAULT_NAMESPACE, LeaseHeldError, PassLease
-from .record import validate_record
-from .restore import RestoreOptions, StopCheck, check_migratable, fix_managed_fields, migrate_crd
+from .proof import DEFAULT_CONFIRM_PASSES, ConfirmingPasses, etcd_proof
+from .record import Proof, validate_record
+from .restore import CrdResult, RestoreOptions, StopCheck, check_migratable, fix_managed_fields, migrate_crd
 from .selection import get_crd
 from .stop import StopSignal
 from .transport import Transport
@@ -55,11 +58,27 @@ class RunOptions:
     stop: Optional[StopSignal] = None  # Ctrl-C, SIGTERM or a vanished supervisor ends the pass (stop.py)
     # do not write objects last written after the barrier passed (no stale managedFields): already_current
     skip_current: bool = True
+    # seconds after the flip (or the barrier round in which the last lagging apiserver caught up) before the first
+    # write that counts towards a record: requests begun with the old storage drain meanwhile (drain.py)
+    drain_window: float = DEFAULT_WINDOW_S
+    # the proof behind the record (proof.py): an etcd scan when a reader is given, else up to this many confirming
+    # passes; 0 (and no reader) writes a record whose proof is "none"
+    confirm_passes: int = DEFAULT_CONFIRM_PASSES
+    etcd: Optional[EtcdReader] = None
     # the pace a previous run of this cluster learned (its result's ``pace_learned``): the first pass starts there
     pace_start: Optional[Learned] = None
 
     def validate(self) -> None:
         self.restore.validate()
+        at_least("drain_window", self.drain_window, 0)
+        at_least("confirm_passes", self.confirm_passes, 0)
+        if self.confirm_passes > 10:
+            raise BadInputError("confirm_passes must be at most 10, got %d" % self.confirm_passes)
+
+
+# the barrier of one pass: a fixed map of apiserver URL -> transport, or planned from the CRD as read under its Lease
+BarrierPlanner = Callable[[Crd], Mapping[str, Any]]
+Barrier = Union[Mapping[str, Any], BarrierPlanner]
 
 
 @dataclass
@@ -172,24 +191,57 @@ def _emit(transport: Transport, crd: Crd, errors: List[str], reason: str, messag
         errors.append(err)
 
 
-def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier_transports: Dict[str, Transport],
+def prover(transport: Transport, crd: Crd, options: RunOptions, progress: ProgressFile,
+           stop_check: Optional[StopCheck], barrier: Optional[Dict[str, Any]]) -> Optional[Callable[[CrdResult], Proof]]:
+    """What proves the pass before its record: the etcd scan, confirming passes, or nothing (proof "none").
+    Confirming requests take a new connection each unless one apiserver alone answers (barrier mode single)."""
+    reader = options.etcd
+    if reader is not None:
+        return lambda _first: etcd_proof(reader, crd)
+    if options.confirm_passes > 0:
+        fresh = (barrier or {}).get("mode") != "single"
+        return ConfirmingPasses(transport, crd, options.restore, options.confirm_passes, fresh_connections=fresh,
+                                stop=options.stop, stop_check=stop_check, progress=progress.update)
+    return None
+
+
+def before_writes(transport: Transport, crd: Crd, options: RunOptions, barrier: Barrier,
+                  lease: Optional[PassLease]) -> Tuple[Dict[str, Any], Dict[str, Any], Optional[int]]:
+    """Barrier (planned now, from the CRD as read under its Lease), drain, then the skip rule's revision R:
+    (barrier, drain, R). A stop request or a lost Lease ends the waits at once."""
+    try:
+        plan = barrier(crd) if callable(barrier) else barrier
+    except CrdOpsError as exc:  # refused for this CRD (and the ones after it); earlier CRDs' passes stand
+        exc.with_context(cluster=transport.cluster_label, crd=crd.name)
+        raise
+    waited = wait_for_storage_version(plan, crd, options.barrier_timeout, options.barrier_settle, stop=options.stop)
+    stop_check = lease.lost_reason if lease is not None else None
+    drain = Drain(transport, options.drain_window, stop=options.stop).wait(
+        crd.name, waited.caught_up_at, on_start=lease.announce_drain if lease is not None else None,
+        stop_check=stop_check)
+    if lease is not None:
+        lease.end_drain()
+    # after the drain: objects written later than this revision are at the storage version (freshness.py)
+    revision = barrier_revision(transport, crd) if options.skip_current else None
+    return waited.to_dict(), drain.to_dict(), revision
+
+
+def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier: Barrier,
              progress: ProgressFile, stop_check: Optional[StopCheck] = None,
-             pace: Optional[PaceGate] = None) -> Dict[str, Any]:
-    """The full re-store pass of one CRD, behind the HA barrier, with Events (never in check mode)."""
+             lease: Optional[PassLease] = None, pace: Optional[PaceGate] = None) -> Dict[str, Any]:
+    """The full re-store pass of one CRD, behind the HA barrier and the drain, with Events (never in check mode)."""
     check_mode = options.restore.check_mode
-    barrier = None
-    revision = None
+    waited, drain, revision = None, None, None
     if not check_mode:
-        barrier = wait_for_storage_version(barrier_transports, crd, options.barrier_timeout,
-                                           options.barrier_settle).to_dict()
-        # after the barrier: objects written later than this revision are at the storage version (freshness.py)
-        revision = barrier_revision(transport, crd) if options.skip_current else None
+        waited, drain, revision = before_writes(transport, crd, options, barrier, lease)
     errors: List[str] = []
     if not check_mode:
         _emit(transport, crd, errors, PASS_STARTED, started_message(crd, options.restore.removed_versions))
     try:
         entry = migrate_crd(transport, crd, options.restore, progress=progress.update, stop_check=stop_check,
-                            stop=options.stop, barrier_revision=revision, pace=pace).to_dict()
+                            stop=options.stop, barrier_revision=revision, pace=pace,
+                            prove=None if check_mode else prover(transport, crd, options, progress, stop_check, waited)
+                            ).to_dict()
     except CrdOpsError as exc:
         if not check_mode:
             _emit(transport, crd, errors, PASS_FAILED, "Pass at storage version %s stopped: %s" % (
@@ -198,7 +250,8 @@ def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier_transp
     if not check_mode:
         reason, message, warning = finished_event(entry)
         _emit(transport, crd, errors, reason, message, warning)
-    entry["barrier"] = barrier
+    entry["barrier"] = waited
+    entry["drain"] = drain
     entry["event_errors"] = errors
     return entry
 
@@ -218,9 +271,12 @@ def run_managed_fields_pass(transport: Transport, crd: Crd, options: RunOptions,
 
 
 def run_migration(transport: Transport, crds: List[Crd], options: RunOptions,
-                  barrier_transports: Dict[str, Transport], progress: ProgressFile,
+                  barrier: Barrier, progress: ProgressFile,
                   result: Optional[RunResult] = None) -> RunResult:
-    """Migrate ``crds`` one after the other; fills ``result`` as it goes (partial on an exception)."""
+    """Migrate ``crds`` one after the other; fills ``result`` as it goes (partial on an exception).
+
+    ``barrier``: the apiservers to poll before each pass, or a planner called with the CRD as re-read under its
+    Lease (a CRD flipped while an earlier CRD's pass ran gets a barrier of its own)."""
     result = result if result is not None else RunResult()
     check_mode = options.restore.check_mode
     for crd in crds:  # every selected CRD is checked before the first write
@@ -228,14 +284,14 @@ def run_migration(transport: Transport, crds: List[Crd], options: RunOptions,
         check_removed_versions(crd, options.restore.removed_versions, transport.cluster_label)
     progress.state["crds_total"] = len(crds)
     carry = PaceCarry(options.restore.pace, options.restore.workers, options.pace_start)
-    for crd in crds:
+    for index, crd in enumerate(crds, start=1):
+        progress.state["crd_index"] = index  # the CRD the next progress reports are about
         lease = None if check_mode else take_lease(transport, crd, options)
         gate = carry.gate()
         try:
             if lease is not None:  # another run may have finished (record) or advanced (checkpoint) meanwhile
                 crd = get_crd(transport, crd.name)
-            entry, had_valid_record = migrate_one(transport, crd, options, barrier_transports, progress,
-                                                  lease.lost_reason if lease is not None else None, gate)
+            entry, had_valid_record = migrate_one(transport, crd, options, barrier, progress, lease, gate)
         finally:
             released = lease.release() if lease is not None else None
             carry.keep(gate)
@@ -254,7 +310,7 @@ def run_migration(transport: Transport, crds: List[Crd], options: RunOptions,
 def take_lease(transport: Transport, crd: Crd, options: RunOptions) -> PassLease:
     """Hold the pass Lease of ``crd`` (waiting up to ``lease_wait`` s); a Warning Event on the CRD when refused."""
     try:
-        lease = PassLease(transport, crd.name, options.lease_namespace).acquire(options.lease_wait)
+        lease = PassLease(transport, crd.name, options.lease_namespace).acquire(options.lease_wait, stop=options.stop)
     except LeaseHeldError as exc:
         emit_crd_event(transport, crd, PASS_FAILED, "Pass not started: %s" % exc, warning=True)
         raise
@@ -264,17 +320,19 @@ def take_lease(transport: Transport, crd: Crd, options: RunOptions) -> PassLease
     return lease
 
 
-def migrate_one(transport: Transport, crd: Crd, options: RunOptions, barrier_transports: Dict[str, Transport],
-                progress: ProgressFile, stop_check: Optional[StopCheck],
+def migrate_one(transport: Transport, crd: Crd, options: RunOptions, barrier: Barrier,
+                progress: ProgressFile, lease: Optional[PassLease],
                 pace: Optional[PaceGate] = None) -> Tuple[Dict[str, Any], bool]:
     """The pass over one CRD, or its managedFields-only pass when it is skipped; (entry, had a valid record)."""
+    stop_check = lease.lost_reason if lease is not None else None
     had_valid_record = validate_record(crd).ok
     skip = skip_reason(crd, options.force, had_valid_record, crd.name in options.require_record)
     if skip:
         entry = run_managed_fields_pass(transport, crd, options, progress, stop_check, pace)
         entry["barrier"] = None
+        entry["drain"] = None
     else:
-        entry = run_pass(transport, crd, options, barrier_transports, progress, stop_check, pace)
+        entry = run_pass(transport, crd, options, barrier, progress, stop_check, lease, pace)
     entry["skipped"] = skip
     return entry, had_valid_record
 

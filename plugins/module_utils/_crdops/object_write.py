@@ -172,3 +172,38 @@ def restore_object(transport: Transport, crd: Crd, ref: ObjectRef) -> Outcome:
     if ref.stale is not None:
         return managed_fields_write(transport, crd, ref, ref.stale)
     return merge_write(transport, crd, ref, ref.resource_version)
+
+
+def confirm_object(transport: Transport, crd: Crd, ref: ObjectRef) -> Outcome:
+    """The confirming pass's no-op write: a JSON patch that only tests the listed resourceVersion. The test pins the
+    object, so a resourceVersion that changes can only be this write's doing: the object was not stored at the
+    storage version (or an admission changed it). When another client wrote in between, the test fails and the
+    object is read again and tested at its new resourceVersion. An object whose managedFields name another version
+    gets the managedFields write instead (``stale_object``: not part of the proof)."""
+    if ref.stale is not None:
+        return managed_fields_write(transport, crd, ref, ref.stale)
+    kw: Dict[str, Any] = dict(cluster=transport.cluster_label, crd=crd.name, obj=ref.key)
+    path = crd.resource_path(namespace=ref.namespace or None, name=ref.name)
+    rv = ref.resource_version
+    what = "confirming no-op write (JSON patch testing the resourceVersion)"
+    for _attempt in range(TEST_RETRIES + 1):
+        ops = [{"op": "test", "path": "/metadata/resourceVersion", "value": rv}]
+        resp = transport.request("PATCH", path, body=dumps(ops), content_type=JSON_PATCH, accept=ACCEPT_PARTIAL)
+        if resp.ok:
+            return Outcome(UNCHANGED if _rv_of(resp) == rv else REWRITTEN)
+        if resp.status == 404:
+            return confirm_gone(transport, crd, ref, resp, what)
+        if not is_test_failure(resp):
+            return Outcome(FAILED, error_from_response(resp, what, **kw))
+        fresh = read_metadata(transport, crd, ref)
+        if fresh.status == 404:
+            return confirm_gone(transport, crd, ref, fresh, "GET after a failed resourceVersion test")
+        if not fresh.ok:
+            return Outcome(FAILED, error_from_response(fresh, "GET after a failed resourceVersion test", **kw))
+        meta = (fresh.json() or {}).get("metadata") or {}
+        rv = str(meta.get("resourceVersion") or "")
+        stale = stale_entries(meta.get("managedFields"), crd.group, crd.storage_version)
+        if stale is not None:
+            return managed_fields_write(transport, crd, ref._replace(resource_version=rv), stale)
+    return Outcome(FAILED, ApiError("the object changed between every read and write (%d resourceVersion tests "
+                                    "failed); not confirmed" % (TEST_RETRIES + 1), **kw))

@@ -32,7 +32,8 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Dict, Optional
 
 from .apiservers import parse_time, server_now
-from .errors import CrdOpsError
+from .errors import CrdOpsError, OutcomeError
+from .stop import StopSignal
 from .transport import JSON, ApiResponse, Transport, dumps, error_from_response
 
 DEFAULT_NAMESPACE = "default"
@@ -44,6 +45,9 @@ NAME_PREFIX = "crdops-pass-"
 MAX_NAME = 63
 LABELS = {"app.kubernetes.io/managed-by": "crdops.migration", "migration.crdops.io/lease": "pass"}
 CRD_ANNOTATION = "migration.crdops.io/crd"
+# while the holder waits out the drain window (drain.py): until when, by the apiserver's clock. A second run's
+# lease_wait starts counting only after it, so that the drain never turns into the second run's failure.
+DRAIN_ANNOTATION = "migration.crdops.io/draining-until"
 
 
 class LeaseHeldError(CrdOpsError):
@@ -89,6 +93,10 @@ class Holder:
         self.transitions = int(spec.get("leaseTransitions") or 0)
         self.resource_version = str((body.get("metadata") or {}).get("resourceVersion") or "")
         self.now = now
+        annotations = (body.get("metadata") or {}).get("annotations") or {}
+        draining_until = parse_time(annotations.get(DRAIN_ANNOTATION))
+        # seconds of the holder's drain still to come (0 when it is not draining)
+        self.drain_left = max(0.0, draining_until - now) if draining_until is not None and not self.expired else 0.0
 
     @property
     def expired(self) -> bool:
@@ -131,6 +139,8 @@ class PassLease:
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._lock = threading.Lock()
+        self._write_lock = threading.Lock()  # one write of the Lease at a time (renewals, the drain announcement)
+        self.draining_until: Optional[str] = None
 
     # -- paths, clocks, errors ------------------------------------------------------------------------------------
     @property
@@ -164,8 +174,11 @@ class PassLease:
 
     def _body(self, holder: Optional[Holder]) -> Dict[str, Any]:
         now = micro_time(self.wall() + self.offset)
+        annotations = {CRD_ANNOTATION: self.crd_name}
+        if self.draining_until:
+            annotations[DRAIN_ANNOTATION] = self.draining_until
         meta: Dict[str, Any] = {"name": self.name, "namespace": self.namespace, "labels": dict(LABELS),
-                                "annotations": {CRD_ANNOTATION: self.crd_name}}
+                                "annotations": annotations}
         spec: Dict[str, Any] = {"holderIdentity": self.identity, "leaseDurationSeconds": self.duration,
                                 "acquireTime": self.acquire_time or now, "renewTime": now,
                                 "leaseTransitions": 0}
@@ -220,22 +233,34 @@ class PassLease:
         # the winner just wrote it: it is live unless it is us (never: our write was refused)
         return holder if holder.identity != self.identity else None
 
-    def acquire(self, wait_s: float = 0.0) -> PassLease:
-        """Hold the Lease (waiting up to ``wait_s`` for a live holder to release it) and start renewing it."""
+    def acquire(self, wait_s: float = 0.0, stop: Optional[StopSignal] = None) -> PassLease:
+        """Hold the Lease (waiting up to ``wait_s`` for a live holder to release it) and start renewing it.
+
+        While the holder waits out its drain window, ``wait_s`` counts from the drain's end: the drain is part of
+        the holder's pass, not a reason for this run to fail. A stop request ends the wait at once."""
         wait_s = max(wait_s, 0.0)  # a negative wait is no wait, like 0: fail at once
         start = self.clock()
+        give_up = start + wait_s
         while True:
             holder = self.try_acquire()
             if holder is None:
                 break
-            waited = self.clock() - start
-            if waited >= wait_s:
+            now = self.clock()
+            if holder.drain_left > 0:
+                give_up = max(give_up, now + holder.drain_left + wait_s)
+            if now >= give_up:
                 raise LeaseHeldError(
                     "another run is migrating this CRD: pass lease %s is held by %s; waited %.0f s (lease_wait %.0f); "
                     "wait for that run to finish, or stop it (its lease expires %d s after its last renewal)"
-                    % (self.where, holder.describe(), waited, wait_s, holder.duration),
+                    % (self.where, holder.describe(), now - start, wait_s, holder.duration),
                     cluster=self.cluster, crd=self.crd_name)
-            self.sleep(min(self.retry_every, max(wait_s - waited, 0.05)))
+            pause = min(self.retry_every, max(give_up - now, 0.05))
+            if stop is None:
+                self.sleep(pause)
+            elif stop.wait(pause) or stop.is_set():
+                raise OutcomeError("stopped", "%s: stopped while waiting for pass lease %s (held by %s); nothing "
+                                   "written" % (stop.reason, self.where, holder.describe()),
+                                   cluster=self.cluster, crd=self.crd_name)
         self.waited_s = self.clock() - start
         self._thread = threading.Thread(target=self._renew_loop, name="crdops-lease-%s" % self.crd_name[:40])
         self._thread.daemon = True  # never keeps a dying process alive; the Lease then simply expires
@@ -256,8 +281,22 @@ class PassLease:
                 self._lost = "pass lease %s lost: %s; stopped writing so that two passes never interleave" % (
                     self.where, why)
 
+    def announce_drain(self, seconds: float) -> None:
+        """Say in the Lease until when this pass drains (a second run waits that long before its lease_wait)."""
+        self.draining_until = micro_time(self.wall() + self.offset + seconds)
+        self.renew_once()
+
+    def end_drain(self) -> None:
+        if self.draining_until is not None:
+            self.draining_until = None
+            self.renew_once()
+
     def renew_once(self) -> bool:
         """One renewal; False when it failed (the caller retries sooner). Marks the Lease lost when taken."""
+        with self._write_lock:
+            return self._renew_locked()
+
+    def _renew_locked(self) -> bool:
         holder_view = Holder({"metadata": {"resourceVersion": self.resource_version},
                               "spec": {"holderIdentity": self.identity, "leaseTransitions": self.transitions}},
                              0.0)

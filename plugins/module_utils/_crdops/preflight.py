@@ -12,7 +12,8 @@ refuses UPDATEs shows up here with its own message.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+import time
+from typing import Any, Dict, List, Optional, Tuple
 
 from .crd import Crd
 from .listing import ObjectRef
@@ -33,3 +34,15 @@ def predict_rejections(transport: Transport, crd: Crd, refs: List[ObjectRef], sa
         rejections.append({"namespace": ref.namespace or None, "name": ref.name, "status": resp.status,
                            "kind": err.kind, "message": err.api_message or err.message})
     return rejections
+
+
+def timed_rejections(transport: Transport, crd: Crd, refs: List[ObjectRef],
+                     sample: int) -> Tuple[List[Dict[str, Any]], Optional[float]]:
+    """``predict_rejections`` and the mean latency of one dry-run write in ms (None: no object to sample).
+
+    A dry-run write runs the same conversion and admission as the re-store's write, so its latency is the
+    plan's estimate of a write when no earlier pass left a pace in the migration record."""
+    started = time.monotonic()
+    rejections = predict_rejections(transport, crd, refs, sample)
+    sent = min(len(refs), sample)
+    return rejections, (round(1000.0 * (time.monotonic() - started) / sent, 2) if sent else None)

@@ -23,6 +23,10 @@ from .errors import ConflictError, CrdOpsError, RecordError
 from .transport import MERGE_PATCH, Transport, dumps, error_from_response
 
 RECORD_ANNOTATION = "migration.crdops.io/storage-migration"
+# what, beyond "every write returned", shows that no object was left at an old version (DESIGN invariant 12):
+# every key read from etcd; a confirming pass of no-op writes that changed nothing; or neither
+PROOF_ETCD, PROOF_CONFIRMING_PASS, PROOF_NONE = "etcd-scan", "confirming-pass", "none"
+PROOFS = (PROOF_ETCD, PROOF_CONFIRMING_PASS, PROOF_NONE)
 CHECKPOINT_ANNOTATION = "migration.crdops.io/storage-migration-checkpoint"
 
 
@@ -50,9 +54,12 @@ class MigrationRecord:
     managed_fields_rewritten: int = 0
     managed_fields_dropped: int = 0
     objects_with_stale_managed_fields: int = 0
+    # the proof behind the record (PROOFS); records written before it existed are read as "none"
+    proof: str = PROOF_NONE
 
     def to_annotation(self) -> str:
         return json.dumps({
+            "proof": self.proof,
             "storageVersion": self.storage_version, "generation": self.generation,
             "startedAt": self.started_at, "completedAt": self.completed_at,
             "listed": self.listed, "rewritten": self.rewritten, "unchanged": self.unchanged,
@@ -84,6 +91,7 @@ class MigrationRecord:
             managed_fields_rewritten=int(data.get("managedFieldsRewritten", 0)),
             managed_fields_dropped=int(data.get("managedFieldsDropped", 0)),
             objects_with_stale_managed_fields=int(data.get("objectsWithStaleManagedFields", 0)),
+            proof=str(data.get("proof") or PROOF_NONE),
         )
 
     def to_dict(self) -> Dict[str, Any]:
@@ -138,8 +146,8 @@ def validate_record(crd: Crd) -> RecordValidation:
                                 "migration again" % (record.listed, record.accounted, record.rewritten,
                                                      record.unchanged, record.gone, record.skipped_by_checkpoint,
                                                      record.already_current), record)
-    return RecordValidation(True, "valid: complete pass at storage version %s, generation %d, completed %s"
-                            % (record.storage_version, record.generation, record.completed_at), record)
+    return RecordValidation(True, "valid: complete pass at storage version %s, generation %d, completed %s, proof %s"
+                            % (record.storage_version, record.generation, record.completed_at, record.proof), record)
 
 
 # the counts a checkpoint carries to the run that resumes from it (record field names, snake case)
@@ -247,3 +255,18 @@ def write_record(transport: Transport, started: Crd, record: MigrationRecord, at
     if last_error is None:  # unreachable: the loop runs at least once and either returns or records a conflict
         raise RecordError("record not written", cluster=cluster, crd=started.name)
     raise last_error
+
+
+@dataclass
+class Proof:
+    """What the pass's proof found: ``kind`` (PROOFS), whether it holds, why not, and its figures."""
+
+    kind: str
+    ok: bool
+    reason: Optional[str] = None
+    details: Optional[Dict[str, Any]] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"kind": self.kind, "ok": self.ok, "reason": self.reason}
+        out.update(self.details or {})
+        return out

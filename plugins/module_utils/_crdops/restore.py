@@ -43,15 +43,18 @@ from .object_write import (  # noqa: F401 - outcome kinds and restore_object are
     REWRITTEN,
     UNCHANGED,
     Outcome,
+    confirm_object,
     restore_object,
 )
 from .pace import GENTLE, PACE_MODES, PaceGate, pace_gate
-from .preflight import predict_rejections
+from .preflight import predict_rejections, timed_rejections
 from .stop import StopSignal
 from .record import (
     CARRIED_COUNTS,
+    PROOF_NONE,
     Checkpoint,
     MigrationRecord,
+    Proof,
     read_checkpoint,
     utc_now,
     write_checkpoint,
@@ -65,6 +68,7 @@ MAX_REPORTED_FAILURES = 20
 ProbeFn = Callable[[Crd, List[ObjectRef]], None]
 ProgressFn = Callable[[Dict[str, Any]], None]
 StopCheck = Callable[[], Optional[str]]  # why the pass must stop writing now (e.g. its Lease was lost), or None
+MAX_CHANGED_KEYS = 20
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,14 @@ class CrdResult:
     object_count: Optional[int] = None  # sample_only: the count the sample's LIST gave (remainingItemCount)
     sampled: bool = False  # sample_only: listed and planned only the first objects
     pace: Optional[Dict[str, Any]] = None  # the limiter's state at the end (pace.py)
+    # a confirming pass (proof.py): no-op writes testing the listed resourceVersion; ``rewritten`` counts objects
+    # our write changed (the first keys in ``changed_objects``), ``excluded`` those whose managedFields it fixed
+    confirming: bool = False
+    excluded: int = 0
+    changed_objects: List[str] = field(default_factory=list)
+    proof: Optional[Dict[str, Any]] = None  # the proof behind the record (a full pass), see record.Proof
+    drain: Optional[Dict[str, Any]] = None  # the drain window waited before the pass (drain.py)
+    dry_run_latency_ms: Optional[float] = None  # sample_only: mean latency of one dry-run write (the plan's estimate)
     # per manager: entries translated, rewritten, dropped, kept unmappable, untouched (mf_report.py)
     managed_fields_report: Dict[str, Any] = field(default_factory=dict)
     field_mappings: List[Dict[str, Any]] = field(default_factory=list)  # how each old version maps (webhook)
@@ -170,6 +182,8 @@ class CrdResult:
             "managed_fields_dropped": self.managed_fields_dropped,
             "objects_with_stale_managed_fields": self.objects_with_stale_managed_fields,
             "managed_fields_only": self.managed_fields_only, "pace": self.pace,
+            "proof": self.proof, "drain": self.drain,
+            "dry_run_latency_ms": self.dry_run_latency_ms,
             **self.managed_fields_report, "field_mappings": list(self.field_mappings),
         }
 
@@ -236,11 +250,14 @@ class RestorePass:
                  now: Callable[[], str] = utc_now, managed_fields_only: bool = False,
                  stop_check: Optional[StopCheck] = None, stop: Optional[StopSignal] = None,
                  barrier_revision: Optional[int] = None,
-                 pace: Optional[PaceGate] = None, mf_policy: Optional[ManagedFieldsPolicy] = None) -> None:
+                 pace: Optional[PaceGate] = None, mf_policy: Optional[ManagedFieldsPolicy] = None,
+                 confirming: bool = False, prove: Optional[Callable[[CrdResult], Proof]] = None) -> None:
         self.transport = transport
         self.crd = crd
         self.options = options
         self.mf_only = managed_fields_only
+        self.confirming = confirming
+        self.prove = prove
         if probe is None and options.probe_conversion:
             probe = conversion_probe(transport)
         self.probe = probe
@@ -249,9 +266,10 @@ class RestorePass:
         self.now = now
         self.result = CrdResult(crd=crd.name, storage_version=crd.storage_version,
                                 stored_versions=list(crd.stored_versions), check_mode=options.check_mode,
-                                managed_fields_only=managed_fields_only)
-        # check mode writes nothing and a managedFields-only pass writes only stale objects: no skip rule there
-        if not (options.check_mode or managed_fields_only):
+                                managed_fields_only=managed_fields_only, confirming=confirming)
+        # check mode writes nothing, a managedFields-only pass writes only stale objects and a confirming pass tests
+        # every object: no skip rule there
+        if not (options.check_mode or managed_fields_only or confirming):
             self.result.barrier_revision = barrier_revision
         self.stats = ListStats()
         # which managedFields entries to fix and how (removed versions, field mapping), and what was done to them
@@ -318,7 +336,8 @@ class RestorePass:
         if self.probe is not None:
             self.probe(self.crd, refs)
         if not self.mf_only and self.options.preflight_sample > 0:
-            r.predicted_rejections = predict_rejections(self.transport, self.crd, refs, self.options.preflight_sample)
+            r.predicted_rejections, r.dry_run_latency_ms = timed_rejections(self.transport, self.crd, refs,
+                                                                            self.options.preflight_sample)
         self.plan_managed_fields(refs)
 
     def resume_from_checkpoint(self) -> None:
@@ -460,6 +479,10 @@ class RestorePass:
         finally:
             self.pace.release(started, throttled=_throttled(self.transport) > throttled_before,
                               waited=_waited(self.transport) - waited_before)
+        if self.confirming and outcome.kind == REWRITTEN and not outcome.stale_object:
+            with self._live_lock:
+                if len(self.result.changed_objects) < MAX_CHANGED_KEYS:
+                    self.result.changed_objects.append(ref.key)
         if outcome.error is not None and isinstance(outcome.error, FATAL_ERRORS):
             self.stop(str(outcome.error), outcome.error.kind)
         self.count_live()
@@ -467,6 +490,8 @@ class RestorePass:
 
     def write(self, ref: ObjectRef) -> Outcome:
         try:
+            if self.confirming:
+                return confirm_object(self.transport, self.crd, ref)
             return restore_object(self.transport, self.crd, ref)
         except CrdOpsError as exc:  # connection failure past the deadline
             return Outcome(FAILED, exc.with_context(crd=self.crd.name, obj=ref.key), stale_object=ref.stale is not None)
@@ -513,6 +538,9 @@ class RestorePass:
             r.objects_with_stale_managed_fields += 1
         r.managed_fields_rewritten += outcome.mf_rewritten
         r.managed_fields_dropped += outcome.mf_dropped
+        if self.confirming and outcome.stale_object and outcome.kind in (REWRITTEN, UNCHANGED):
+            r.excluded += 1  # its managedFields were fixed by this write: a change that says nothing of the storage
+            return False
         if outcome.kind in (REWRITTEN, UNCHANGED, GONE):
             setattr(r, outcome.kind, getattr(r, outcome.kind) + 1)
             return False
@@ -586,7 +614,7 @@ class RestorePass:
                        "managed_fields_rewritten": r.managed_fields_rewritten,
                        "managed_fields_dropped": r.managed_fields_dropped,
                        "objects_with_stale_managed_fields": r.objects_with_stale_managed_fields,
-                       "managed_fields_only": self.mf_only,
+                       "managed_fields_only": self.mf_only, "confirming": self.confirming,
                        "objects_per_s": round(self.done() / elapsed, 1), "check_mode": self.options.check_mode,
                        "pace": self.pace.snapshot()})
 
@@ -610,11 +638,19 @@ class RestorePass:
         """After a complete pass with zero failures, write the record that authorises a trim."""
         r = self.result
         if not (r.complete and r.failed == 0 and not self.options.check_mode and self.options.write_record
-                and not self.mf_only):
+                and not self.mf_only and not self.confirming):
             return
+        proof_kind = PROOF_NONE
+        if self.prove is not None:  # more than "every write returned" (proof.py); without it no record
+            proof = self.prove(r)
+            r.proof = proof.to_dict()
+            if not proof.ok:
+                r.record_error = proof.reason
+                return
+            proof_kind = proof.kind
         # a resumed pass records the whole pass (earlier runs' counts carried by the checkpoint), not only this run
         record = MigrationRecord(storage_version=self.crd.storage_version or "", generation=self.crd.generation,
-                                 started_at=self.started_at, completed_at=self.now(), failed=0,
+                                 started_at=self.started_at, completed_at=self.now(), failed=0, proof=proof_kind,
                                  **self.pass_counts(r.listed))
         try:
             write_record(self.transport, self.crd, record)
@@ -643,6 +679,7 @@ def migrate_crd(
     stop: Optional[StopSignal] = None,
     barrier_revision: Optional[int] = None,
     pace: Optional[PaceGate] = None,
+    prove: Optional[Callable[[CrdResult], Proof]] = None,
 ) -> CrdResult:
     """Run one complete re-store pass over ``crd`` (as read when the pass starts) and, when it is
     complete with zero failures, write the migration record. Never raises for per-object errors;
@@ -655,7 +692,7 @@ def migrate_crd(
     policy, mappings = managed_fields_policy(transport, crd, options.removed_versions)
     result = RestorePass(transport, crd, options, probe=probe, progress=progress, clock=clock, now=now,
                          stop_check=stop_check, stop=stop, barrier_revision=barrier_revision, pace=pace,
-                         mf_policy=policy).run()
+                         mf_policy=policy, prove=prove).run()
     result.field_mappings = mappings.summaries() if mappings is not None else []
     return result
 

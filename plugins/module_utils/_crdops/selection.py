@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .crd import CRD_API, Crd, crd_path
 from .errors import BadInputError, SelectionError
@@ -39,12 +39,19 @@ class Selection:
                 raise BadInputError("invalid CRD name %r (expected <plural>.<group>)" % n)
 
 
-def get_crd(transport: Transport, name: str) -> Crd:
-    """GET one CRD; raises NotFoundError (with cluster and CRD) when it does not exist."""
+def get_crd_raw(transport: Transport, name: str) -> Dict[str, Any]:
+    """GET one CRD as the apiserver sent it (for an edit that must keep every field, managedFields included);
+    raises NotFoundError (with cluster and CRD) when it does not exist."""
     resp = transport.request("GET", crd_path(name))
     if not resp.ok:
         raise error_from_response(resp, "GET CRD", cluster=transport.cluster_label, crd=name)
-    return Crd.from_api(resp.json())
+    raw: Dict[str, Any] = resp.json()
+    return raw
+
+
+def get_crd(transport: Transport, name: str) -> Crd:
+    """GET one CRD; raises NotFoundError (with cluster and CRD) when it does not exist."""
+    return Crd.from_api(get_crd_raw(transport, name))
 
 
 def list_crds(transport: Transport, label_selector: Optional[str] = None) -> List[Crd]:

@@ -306,6 +306,16 @@ class HttpTransport:
                              timeout=min(self.timeout, 10.0), connect_timeout=self.connect_timeout, clock=self._clock,
                              sleep=self._sleep, rng=self._rng, on_close=lambda: None)
 
+    def fresh_connections(self) -> HttpTransport:
+        """This transport (URL, credentials, retries, ``max_qps`` bucket) with a new connection per request, so that
+        a load balancer in front of several apiservers may send each request to another one."""
+        headers = self._headers.copy() if self._headers is not None else {}
+        headers["Connection"] = "close"
+        return HttpTransport(self._pool, self.base_url, cluster_label=self.cluster_label, headers=headers,
+                             auth_header=self._auth_header, retry=self.retry, rate_limiter=self.rate_limiter,
+                             timeout=self.timeout, connect_timeout=self.connect_timeout, clock=self._clock,
+                             sleep=self._sleep, rng=self._rng, on_close=lambda: None)
+
     def close(self) -> None:
         if self._on_close is not None:
             self._on_close()

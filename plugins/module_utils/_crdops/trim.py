@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from .crd import Crd, crd_path
 from .errors import ConflictError, CrdOpsError, NotFoundError, RecordError, RefusalError
 from .events import TRIM_REFUSED, TRIM_SUCCEEDED, emit_crd_event
-from .record import RecordValidation, validate_record
+from .record import PROOF_NONE, RecordValidation, validate_record
 from .transport import MERGE_PATCH, Transport, dumps, error_from_response
 
 
@@ -87,6 +87,7 @@ def trim_stored_versions(
     force: bool = False,
     check_mode: bool = False,
     event_errors: Optional[List[str]] = None,
+    accept_unproven: bool = False,
 ) -> TrimResult:
     """Trim one CRD. ``event_errors`` collects Events that could not be posted about a refusal."""
     cluster = transport.cluster_label
@@ -108,6 +109,14 @@ def trim_stored_versions(
                         changed=False, record=validation.to_dict(), check_mode=check_mode)
     if after == before:
         return result
+    if validation.ok and validation.record is not None and validation.record.proof == PROOF_NONE and not (
+            accept_unproven or force):
+        raise refused(transport, crd, RecordError(
+            "refusing to trim status.storedVersions %s -> %s: the migration record has no proof (proof none: no etcd "
+            "scan and no confirming pass showed that every object is at the storage version; written with "
+            "confirm_passes=0 or by a version before 1.1.0). Run crd_storage_migrate again with force=true (a "
+            "confirming pass, or etcd_url), or check etcd with crd_storage_verify and then set accept_unproven=true"
+            % (before, after), cluster=cluster, crd=crd.name), check_mode, event_errors)
     if not validation.ok:
         if not force:
             raise refused(transport, crd, RecordError(

@@ -20,6 +20,7 @@ import copy
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from .crd import crd_path
+from .selection import get_crd_raw
 from .transport import Transport, dumps, error_from_response
 
 JSON_PATCH = "application/json-patch+json"
@@ -90,10 +91,7 @@ def owner_entries(managed: Sequence[Mapping[str, Any]]) -> List[Entry]:
 
 def give_back(transport: Transport, name: str, before: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     """Set the owners of ``spec.versions`` of CRD ``name`` back to those in ``before``; returns what was done."""
-    resp = transport.request("GET", crd_path(name))
-    if not resp.ok:
-        raise error_from_response(resp, "GET CRD", cluster=transport.cluster_label, crd=name)
-    live = resp.json()
+    live = get_crd_raw(transport, name)
     meta = live.get("metadata") or {}
     current = meta.get("managedFields") or []
     wanted = restored(current, before)

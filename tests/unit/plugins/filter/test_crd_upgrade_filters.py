@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from ansible_collections.crdops.migration.plugins.filter.crd_upgrade import (
-    crd_upgrade_client_summary, crd_upgrade_doubts, crd_upgrade_leftovers, crd_upgrade_refusals)
+    crd_upgrade_client_records, crd_upgrade_client_summary, crd_upgrade_doubts, crd_upgrade_leftovers,
+    crd_upgrade_managed_fields_managers, crd_upgrade_refusals)
 
 
 def crd(name="w.example.com", removed=("v1alpha1",), stored=("v1beta1",), valid=True, count=5, target=True,
@@ -50,3 +51,30 @@ def test_client_summary():
         "a: 60 objects listed, 10 checked, 20 applies and 0 probes (managers x, y)",
         "b: 60 objects listed, 10 checked, 20 applies and 0 probes (managers x, y), FAILED: 2 failed, "
         "60 objects with entries at removed versions"]
+
+
+def test_client_summary_per_manager_and_records_with_broken_clients():
+    crd_entry = {"name": "a", "listed": 3, "checked_objects": 3, "applies": 3, "probes": 0, "ok": True,
+                 "by_manager": [{"manager": "argo", "operation": "Apply", "objects": 3, "changed": 2,
+                                 "unchanged_only": 1, "conflicts_named": 2, "failed": 0},
+                                {"manager": "edit", "operation": "Update", "objects": 1, "changed": 1, "failed": 1}]}
+    assert crd_upgrade_client_summary([crd_entry]) == [
+        "a: 3 objects listed, 3 checked, 3 applies and 0 probes (argo (Apply) 3 objects: 2 changed, 2 conflicts named "
+        "it, 1 unchanged only; edit (Update) 1 objects: 1 changed, 1 FAILED)"]
+    broken = [{"crd": "a", "manager": "old"}, {"crd": "b", "manager": "other"}]
+    assert crd_upgrade_client_records([crd_entry, {"name": "c"}], broken) == [
+        dict(crd_entry, broken_clients=[{"crd": "a", "manager": "old"}]), {"name": "c", "broken_clients": []}]
+
+
+def test_managed_fields_managers_over_passes_tagged_with_crd_and_pass():
+    row = {"manager": "flux", "operation": "Apply", "from_version": "v1alpha1", "translated": 3, "dropped": 0}
+    cut = {"manager": "argo", "operation": "Apply", "from_version": "v1alpha1", "paths_dropped": [".spec.x"],
+           "entries_dropped": 0}
+    passes = [{"when": "re-store", "crds": [{"name": "a", "managed_fields_managers": [row],
+                                             "managed_fields_ownership_reduced": [cut]}]},
+              {"when": "after release N+1", "crds": [{"name": "a"}]}]
+    assert crd_upgrade_managed_fields_managers(passes) == {
+        "managers": [dict(row, crd="a", **{"pass": "re-store"})],
+        "ownership_reduced": [dict(cut, crd="a", **{"pass": "re-store"})]}
+    assert crd_upgrade_managed_fields_managers([]) == {"managers": [], "ownership_reduced": []}
+

@@ -53,7 +53,7 @@ def test_summary_counts_statuses_and_objects():
     s = crd_upgrade_fleet_summary([cluster("a", "ok", 10, 10), cluster("b", "failed", 5, 2, 3),
                                    cluster("c", "not run"), cluster("d", "planned", 7)])
     assert s == {"clusters": 4, "ok": 1, "planned": 1, "failed": 1, "not_run": 1, "objects": 22, "rewritten": 12,
-                 "failed_objects": 3}
+                 "failed_objects": 3, "nothing_to_do": 1, "to_restore": 0}
 
 
 def test_merge_of_three_slices():
@@ -74,4 +74,6 @@ def test_merge_of_nothing_is_an_error():
 
 def test_filters_are_registered():
     assert set(FilterModule().filters()) == {"crd_upgrade_waves", "crd_upgrade_percent", "crd_upgrade_iso_utc",
-                                             "crd_upgrade_fleet_summary", "crd_upgrade_report_merge"}
+                                             "crd_upgrade_fleet_summary", "crd_upgrade_report_merge",
+                                             "crd_upgrade_fleet_report", "crd_upgrade_result_lines",
+                                             "crd_upgrade_report_prune"}

@@ -76,3 +76,15 @@ def test_values_are_checked_against_the_entry_points_spec_in_one_short_message()
     # the entry point's own options: repair's crd_upgrade_repair_versions is a list
     assert crd_upgrade_inputs([], spec=SPEC, entry_point="repair", values={"crd_upgrade_repair_versions": {"a": 1}})[
         "errors"][0].startswith("argument 'crd_upgrade_repair_versions' is of type ")   # dict (2.16: <class 'dict'>)
+
+
+def test_report_keep_is_a_known_whole_number_said_once():
+    for entry_point in ("main", "report", "report_merge"):
+        assert crd_upgrade_inputs(["crd_upgrade_report_keep"], spec=SPEC, own=OWN, entry_point=entry_point,
+                                  values={"crd_upgrade_report_keep": "5"})["errors"] == []   # -e text is an int
+    assert crd_upgrade_inputs([], spec=SPEC, values={"crd_upgrade_report_keep": 0})["errors"] == []
+    for bad in (-3, "-3", "abc", 2.5, True):
+        errors = crd_upgrade_inputs(["crd_upgrade_report_keep"], spec=SPEC, own=OWN,
+                                    values={"crd_upgrade_report_keep": bad})["errors"]
+        assert errors == ["crd_upgrade_report_keep: %r is not a number of run folders to keep: set a whole number, "
+                          "0 or more (0 keeps every run folder; default 30)" % (bad,)], errors

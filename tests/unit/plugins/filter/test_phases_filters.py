@@ -25,9 +25,11 @@ def test_plan_after_the_flip_of_release_n():
     assert (a["storage_after_flip"], a["needs_migration"], a["target_removes_storage"]) == ("v2", True, False)
     assert (b["storage_after_flip"], b["needs_migration"], b["target_removes_storage"]) == ("v2", True, True)
     assert (c["needs_migration"], c["target_found"], c["conversion"], c["migration_record_valid"]) == (False, False, "None", True)
+    plan_of_new = new.pop("plan")
     assert new == {"name": "new.io", "new": True, "stored_versions": [], "object_count": 0, "storage_after_flip": "v1",
                    "needs_migration": False, "blocked_removals": [], "removed_versions": [],
                    "target_removes_storage": False}
+    assert (plan_of_new["action"], plan_of_new["stored_after"], plan_of_new["to_restore"]) == ("create at v1", ["v1"], 0)
     assert crd_upgrade_plan([], [], {}) == []
 
 
@@ -55,7 +57,8 @@ def test_result_starts_from_the_plan_and_each_phase_fills_in_its_part():
         "objects": 5, "blocked_removals": [], "removed_versions": [], "conversion": "None", "stored_after": None,
         "listed": None, "rewritten": None, "unchanged": None, "gone": None, "failed": None, "duration_s": None,
         "objects_per_s": None, "skipped": None, "first_failure": None, "trimmed": False, "etcd": None,
-        "upgraded": False, "read_back": None}
+        "upgraded": False, "read_back": None, "proof": None, "managed_fields": None, "storage_diff": None, "client_check": None,
+        "plan": plan[0]["plan"]}
     assert list(only_plan[0]) == list(only_plan[1])
     migrated = [{"name": "a.io", "listed": 5, "rewritten": 4, "unchanged": 0, "gone": 0, "failed": 1, "duration_s": 0.5,
                  "objects_per_s": 10.0, "skipped": False, "storage_version": "v2",
@@ -64,10 +67,11 @@ def test_result_starts_from_the_plan_and_each_phase_fills_in_its_part():
                 {"name": "not-planned.io", "listed": 9}]
     verified = [{"name": "a.io", "stored_versions": ["v1", "v2"], "storage_version": "v2"}]
     trimmed = [{"name": "a.io", "changed": True, "stored_versions_after": ["v2"]}]
-    etcd = [{"name": "a.io", "key_count": 5, "counts": {"g/v2": 5}, "ok": True}]
+    etcd = [{"name": "a.io", "key_count": 5, "counts": {"g/v2": 5}, "want": "g/v2", "ok": True}]
     a, b = crd_upgrade_result_crds(plan, migrated=migrated, verified=verified, trimmed=trimmed, etcd=etcd)
     assert (a["listed"], a["rewritten"], a["failed"], a["first_failure"]) == (5, 4, 1, "ns/w: HTTP 422 invalid")
-    assert (a["stored_after"], a["trimmed"], a["etcd"], a["upgraded"]) == (["v2"], True, {"key_count": 5, "counts": {"g/v2": 5}, "ok": True}, False)
+    assert (a["stored_after"], a["trimmed"], a["etcd"], a["upgraded"]) == (["v2"], True, {
+        "key_count": 5, "counts": {"g/v2": 5}, "want": "g/v2", "at_want": 5, "ok": True}, False)
     assert (b["first_failure"], b["stored_after"]) == ("stopped", None)
     upgraded = [{"name": "a.io", "stored_versions": ["v2"], "storage_version": "v3"}]
     (a, _b) = crd_upgrade_result_crds(plan, verified=verified, upgraded=upgraded, read_back={"a.io": 5})
@@ -88,10 +92,12 @@ def test_plan_lines_and_what_stops_discover():
                              live("b.io", ["v2"], "v2")], ["a.io", "b.io", "new.io"], {"a.io": "v2", "b.io": "v3"})
     plan[1]["target_removes_storage"] = True
     assert [crd_upgrade_plan_line(c) for c in plan] == [
-        "a.io: storedVersions v1,v2, storage v1 -> v2, 5 objects, needs re-store, release N+1 removes v1 "
-        "(still stored: v1)",
-        "b.io: storedVersions v2, storage v2 -> v3, 5 objects, needs re-store",
-        "new.io: new CRD"]
+        "a.io: storage v1 -> v2; re-store 5 objects; storedVersions v1,v2 -> v2; release N+1 removes v1 (unknown "
+        "duration; unknown: no pace recorded on the CRD and no dry-run sample); blocked: v1 (still in status.storedVersions: "
+        "the re-store and the trim clear it before release N+1)",
+        "b.io: storage v2 -> v3; re-store 5 objects; storedVersions v2 -> v3 (unknown duration; unknown: no pace "
+        "recorded on the CRD and no dry-run sample)",
+        "new.io: create"]
     assert crd_upgrade_storage_removed(plan) == ["b.io (storage v3)"]
     assert crd_upgrade_still_stored(plan) == ["a.io still stores v1"]
     assert crd_upgrade_storage_removed([]) == crd_upgrade_still_stored([]) == []
@@ -110,3 +116,50 @@ def test_what_stops_verify():
          "mismatched_keys": [], "mismatched": 0, "verified": True}])
     assert crd_upgrade_etcd_mismatches(records) == [
         "a.io 4 of 5 keys not at g/v2 {'g/v1': 4, 'g/v2': 1} (e.g. /k1, /k2, /k3)"]
+
+
+def test_plan_estimates_from_the_recorded_pace_else_the_dry_run_sample_and_says_nothing_to_do():
+    record = {"valid": False, "listed": 300, "startedAt": "2026-12-01T10:00:00Z", "completedAt": "2026-12-01T10:00:10Z"}
+    before = [live("a.io", ["v1"], "v1", object_count=600, migration_record=record),
+              live("b.io", ["v1"], "v1", object_count=50),
+              live("c.io", ["v2"], "v2")]
+    sample = [{"name": "b.io", "dry_run_latency_ms": 8.0}]
+    a, b, c = crd_upgrade_plan(before, ["a.io", "b.io", "c.io"], {"a.io": "v2", "b.io": "v2"}, sample=sample, workers=4)
+    assert (a["plan"]["to_restore"], a["plan"]["estimate_s"]) == (600, 20.0)  # 30 objects/s recorded
+    assert "last recorded pace 30.0 objects/s" in a["plan"]["estimate_basis"]
+    assert (b["plan"]["estimate_s"], b["plan"]["estimate_basis"]) == (
+        0.1, "dry-run sample 8.0 ms per write, 4 writes in flight")  # 50 writes at 500/s
+    assert (a["plan"]["storage_now"], a["plan"]["storage_target"], a["plan"]["stored_after"]) == ("v1", "v2", ["v2"])
+    assert (c["plan"]["action"], c["plan"]["to_restore"], c["plan"]["stored_after"]) == ("nothing to do", 0, ["v2"])
+    lines = crd_upgrade_plan_line([a, b, c], "prod-1")
+    assert lines[0] == "PLAN prod-1: 2 CRD(s) change (a.io, b.io), 650 objects to re-store, ~20s"
+    assert lines[3] == "  c.io: nothing to do"
+    assert crd_upgrade_plan_line([c], "clean") == ["PLAN clean: nothing to do", "  c.io: nothing to do"]
+    # without the trim, storedVersions keeps the old version and release N+1's removal stays blocked
+    (d,) = crd_upgrade_plan([live("d.io", ["v1", "v2"], "v2", removed_versions=["v1"], blocked_removals=["v1"])],
+                            ["d.io"], {}, trim=False)
+    assert d["plan"]["stored_after"] == ["v1", "v2"] and "the run refuses release N+1" in d["plan"]["blocked"][0]["why"]
+
+
+def test_check_mode_result_is_the_plan_and_claims_nothing_done():
+    plan = crd_upgrade_plan([live("a.io", ["v1"], "v1", object_count=200)], ["a.io"], {"a.io": "v2"})
+    etcd = crd_upgrade_etcd_records([{"name": "a.io", "expected_api_version": "a.io/v1", "key_count": 200,
+                                      "counts": {"io/v1": 200}, "mismatched": 0, "verified": True}])
+    verified = [{"name": "a.io", "stored_versions": ["v1"], "storage_version": "v1"}]
+    trimmed = [{"name": "a.io", "changed": True, "stored_versions_after": ["v1"]}]
+    (a,) = crd_upgrade_result_crds(plan, migrated=[{"name": "a.io", "listed": 200, "rewritten": 0}], verified=verified,
+                                   trimmed=trimmed, etcd=etcd, check_mode=True)
+    assert (a["storage_version"], a["stored_after"], a["trimmed"], a["rewritten"]) == ("v2", ["v2"], False, None)
+    assert a["etcd"] == {"key_count": 200, "counts": {"io/v1": 200}, "want": "io/v2", "at_want": 0, "ok": False}
+    assert a["plan"]["to_restore"] == 200
+
+
+def test_fields_the_release_follow_removed_are_listed_per_crd():
+    plan = crd_upgrade_plan([live("a.io", ["v1"], "v1")], ["a.io"], {"a.io": "v2"})
+    followed = [{"name": "a.io", "removed": [{"path": "spec.conversion"}]}, {"name": "b.io", "removed": ["x"]},
+                {"name": "a.io", "removed": [{"path": "spec.versions[v1].deprecated"}]}, {"name": "a.io", "removed": []}]
+    (a,) = crd_upgrade_result_crds(plan, followed=followed)
+    assert a["crd_fields_removed"] == ["spec.conversion", "spec.versions[v1].deprecated"]
+    (a,) = crd_upgrade_result_crds(plan)
+    assert "crd_fields_removed" not in a
+

@@ -4,7 +4,9 @@
 """A scripted apiserver for the client check: objects with managedFields, dry-run server-side apply.
 
 Mimics the behaviour observed on kube-apiserver 1.37.2 (kubernetes#111937): an apply to an object that has a
-managedFields entry at a version the CRD no longer defines answers HTTP 500; everything else is accepted.
+managedFields entry at a version the CRD no longer defines answers HTTP 500. A non-forced apply that changes a
+value owned by another manager answers 409 naming the owners (struct fields only, enough for these tests); an
+Update manager's merge patch is accepted. ``schema_refuses`` lists values the schema rejects (HTTP 422).
 """
 from __future__ import annotations
 
@@ -33,6 +35,9 @@ class ClientCheckFake:
         self.applies = []  # (path, query dict, body dict)
         self.events = []
         self.deleted_before_get = set()
+        self.patches = []  # merge patches: (path, query dict, body dict)
+        self.schema_refuses = []  # values whose apply answers 422
+        self.ownership_ignored = set()  # (ns, name): a change by anyone is accepted (ownership not recorded)
 
     def add(self, ns, name, spec, managed, labels=None):
         meta = {"name": name, "namespace": ns, "resourceVersion": "1", "managedFields": managed}
@@ -66,13 +71,23 @@ class ClientCheckFake:
             return status(404, 'crontabs "%s" not found' % name, "NotFound")
         if method == "GET":
             return resp(200, dict(obj, apiVersion="%s/%s" % (GROUP, version)))
+        if content_type == "application/merge-patch+json":
+            self.patches.append((path, q, json.loads(body)))
+            return resp(200, obj)
         assert method == "PATCH" and content_type == "application/apply-patch+yaml"
-        self.applies.append((path, q, json.loads(body)))
+        sent = json.loads(body)
+        self.applies.append((path, q, sent))
         for e in obj["metadata"]["managedFields"]:
             ver = e["apiVersion"].rsplit("/", 1)[1]
             if ver not in self._defined():
                 return status(500, "request to convert CR to an invalid group/version: %s" % e["apiVersion"],
                               "InternalError")
+        if any(v in self.schema_refuses for v in _leaves(sent.get("spec") or {})):
+            return status(422, "Crontab.stable.example.com is invalid: spec: Invalid value", "Invalid")
+        conflicts = [] if (ns, name) in self.ownership_ignored else _conflicts(obj, sent, q["fieldManager"])
+        if conflicts:
+            return status(409, "Apply failed with %d conflicts: %s" % (len(conflicts), "; ".join(
+                'conflict with "%s": %s' % c for c in conflicts)), "Conflict")
         return resp(200, obj)
 
     def _list(self, q):
@@ -82,3 +97,41 @@ class ClientCheckFake:
         page = items[start:start + limit]
         meta = {"continue": str(start + limit)} if start + limit < len(items) else {}
         return resp(200, {"items": page, "metadata": meta})
+
+
+def _leaves(node):
+    if isinstance(node, dict):
+        for v in node.values():
+            yield from _leaves(v)
+    else:
+        yield node
+
+
+def _owned_paths(trie, prefix=()):
+    for key, sub in (trie or {}).items():
+        if key.startswith("f:"):
+            if [k for k in (sub or {}) if k != "."]:
+                yield from _owned_paths(sub, prefix + (key[2:],))
+            else:
+                yield prefix + (key[2:],)
+
+
+def _get(node, path):
+    for step in path:
+        if not isinstance(node, dict) or step not in node:
+            return KeyError
+        node = node[step]
+    return node
+
+
+def _conflicts(obj, sent, manager):
+    """(owner, .path) for every value ``sent`` changes that another manager owns."""
+    out = []
+    for e in obj["metadata"]["managedFields"]:
+        if e["manager"] == manager and e["operation"] == "Apply":
+            continue
+        for path in _owned_paths(e.get("fieldsV1")):
+            new = _get(sent, path)
+            if new is not KeyError and new != _get(obj, path):
+                out.append((e["manager"], "." + ".".join(path)))
+    return out

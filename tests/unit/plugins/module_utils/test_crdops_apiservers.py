@@ -16,22 +16,9 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.apiserver
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.barrier import wait_for_storage_version
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError, CrdOpsError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
-from tests.unit.crdops_fakes import FakeCluster, status
+from tests.unit.crdops_fakes import Clock, FakeCluster, status
 
 NAME = "crontabs.stable.example.com"
-
-
-class FakeTime:
-    def __init__(self):
-        self.now = 0.0
-        self.sleeps = []
-
-    def clock(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 def kube_slice(addresses, port=6443, ready=True):
@@ -51,8 +38,8 @@ def cluster(leases=(("apiserver-a", 5.0),), slices=(), **kw):
 
 
 def plan(c, explicit=(), **kw):
-    t = FakeTime()
-    return plan_barrier(c, list(explicit), c.for_endpoint, wall=lambda: c.now, clock=t.clock, sleep=t.sleep, **kw)
+    clock = Clock(t=0.0)
+    return plan_barrier(c, list(explicit), c.for_endpoint, wall=lambda: c.now, clock=clock, sleep=clock.sleep, **kw)
 
 
 # -- how many are alive -------------------------------------------------------------------------------
@@ -76,30 +63,30 @@ def test_lease_times_and_server_clock_are_parsed():
 
 def test_unreadable_leases_say_why_and_are_not_retried():
     c = cluster(leases=None)
-    t = FakeTime()
-    count = count_alive_apiservers(c, wall=lambda: c.now, clock=t.clock, sleep=t.sleep)
+    clock = Clock(t=0.0)
+    count = count_alive_apiservers(c, wall=lambda: c.now, clock=clock, sleep=clock.sleep)
     assert count.alive is None and not count.readable and "HTTP 403" in count.problem
-    assert "get/list on leases.coordination.k8s.io" in count.problem and t.sleeps == []
+    assert "get/list on leases.coordination.k8s.io" in count.problem and clock.sleeps == []
 
 
 def test_a_brand_new_control_plane_is_given_time_to_write_its_first_lease():
     c = cluster(leases=[])
-    t = FakeTime()
+    clock = Clock(t=0.0)
 
     def sleep(seconds):
-        t.sleep(seconds)
-        if t.now >= 3:
+        clock.sleep(seconds)
+        if clock.t >= 3:
             c.identity_leases = [("apiserver-a", 0.5)]
 
-    count = count_alive_apiservers(c, wall=lambda: c.now, clock=t.clock, sleep=sleep)
-    assert count.alive == 1 and t.now == 3
+    count = count_alive_apiservers(c, wall=lambda: c.now, clock=clock, sleep=sleep)
+    assert count.alive == 1 and clock.t == 3
 
 
 def test_no_lease_ever_means_unknown():
     c = cluster(leases=[])
-    t = FakeTime()
-    count = count_alive_apiservers(c, wall=lambda: c.now, clock=t.clock, sleep=t.sleep)
-    assert count.alive is None and count.readable and "no identity Lease" in count.problem and t.now == 15
+    clock = Clock(t=0.0)
+    count = count_alive_apiservers(c, wall=lambda: c.now, clock=clock, sleep=clock.sleep)
+    assert count.alive is None and count.readable and "no identity Lease" in count.problem and clock.t == 15
 
 
 # -- where they are -----------------------------------------------------------------------------------
@@ -188,9 +175,9 @@ def test_an_explicit_endpoint_that_does_not_answer_stays_a_target_so_the_barrier
     c.endpoints_by_url["https://10.0.0.12:6443"] = frozen
     p = plan(c, ["https://10.0.0.11:6443", "https://10.0.0.12:6443"])
     assert p["https://10.0.0.12:6443"] is frozen and "https://10.0.0.12:6443" in p.to_dict()["not_reached"]
-    t = FakeTime()
+    clock = Clock(t=0.0)
     with pytest.raises(CrdOpsError) as err:
-        wait_for_storage_version(p, get_crd(c, NAME), timeout=3, clock=t.clock, sleep=t.sleep)
+        wait_for_storage_version(p, get_crd(c, NAME), timeout=3, clock=clock, sleep=clock.sleep)
     assert "https://10.0.0.12:6443 (reports <not served>)" in str(err.value)
 
 
@@ -223,9 +210,9 @@ def test_settle_fallback_is_chosen_only_when_asked_and_says_its_risk():
         fresh.append(url)
         return c
 
-    t = FakeTime()
+    clock = Clock(t=0.0)
     p = plan_barrier(c, [], c.for_endpoint, connect_fresh=connect_fresh, fallback="settle", fallback_settle=20,
-                     wall=lambda: c.now, clock=t.clock, sleep=t.sleep)
+                     wall=lambda: c.now, clock=clock, sleep=clock.sleep)
     assert p.mode == "settle-fallback" and p.polls == 15 and p.settle_floor == 20
     assert fresh == ["https://lb.example:6443"]
     assert "settle-fallback" in p.warning and "3 apiservers" in p.warning and "15 times" in p.warning
@@ -248,10 +235,10 @@ def test_settle_fallback_waits_for_consecutive_agreeing_polls_then_the_settle_ti
         return None
 
     c.hooks.append(lb_poll)
-    t = FakeTime()
-    result = wait_for_storage_version(p, get_crd(c, NAME), timeout=60, settle=5, clock=t.clock, sleep=t.sleep)
+    clock = Clock(t=0.0)
+    result = wait_for_storage_version(p, get_crd(c, NAME), timeout=60, settle=5, clock=clock, sleep=clock.sleep)
     assert result.passed and result.mode == "settle-fallback" and result.polls == 10
-    assert t.sleeps.count(0.5) == 11 and t.sleeps[-1] == 30  # 1 + 1 + 10 rounds, then max(settle, floor)
+    assert clock.sleeps.count(0.5) == 11 and clock.sleeps[-1] == 30  # 1 + 1 + 10 rounds, then max(settle, floor)
     assert result.to_dict()["warning"] == p.warning
 
 
@@ -267,7 +254,7 @@ def test_settle_fallback_that_never_gets_enough_agreeing_polls_fails():
         return None
 
     c.hooks.append(lb_poll)
-    t = FakeTime()
+    clock = Clock(t=0.0)
     with pytest.raises(CrdOpsError) as err:
-        wait_for_storage_version(p, get_crd(c, NAME), timeout=20, clock=t.clock, sleep=t.sleep)
+        wait_for_storage_version(p, get_crd(c, NAME), timeout=20, clock=clock, sleep=clock.sleep)
     assert "HA barrier" in str(err.value)

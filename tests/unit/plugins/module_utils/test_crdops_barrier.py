@@ -9,20 +9,9 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.barrier i
     storage_version_hash, wait_for_storage_version)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
-from tests.unit.crdops_fakes import FakeCluster
+from tests.unit.crdops_fakes import Clock, FakeCluster
 
 NAME = "crontabs.stable.example.com"
-
-
-class FakeTime:
-    def __init__(self):
-        self.now = 0.0
-
-    def clock(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
 
 
 def test_hash_matches_the_apiserver_discovery_value():
@@ -34,11 +23,11 @@ def test_barrier_passes_when_every_apiserver_reports_the_storage_version():
     a, b = FakeCluster(), FakeCluster()
     for c in (a, b):
         c.add_crd()
-    t = FakeTime()
+    clock = Clock(t=0.0)
     result = wait_for_storage_version({"a": a, "b": b}, get_crd(a, NAME), timeout=10, settle=2,
-                                      clock=t.clock, sleep=t.sleep)
+                                      clock=clock, sleep=clock.sleep)
     assert result.passed and result.endpoints == {"a": "v2", "b": "v2"}
-    assert t.now == 2  # only the settle delay
+    assert clock.t == 2  # only the settle delay
 
 
 def test_barrier_waits_for_a_lagging_apiserver_then_fails_naming_it():
@@ -46,12 +35,12 @@ def test_barrier_waits_for_a_lagging_apiserver_then_fails_naming_it():
     for c in (a, lagging):
         c.add_crd()
     lagging.stale_storage_view[NAME] = "v1"
-    t = FakeTime()
+    clock = Clock(t=0.0)
     with pytest.raises(CrdOpsError) as err:
         wait_for_storage_version({"https://a": a, "https://b": lagging}, get_crd(a, NAME), timeout=5,
-                                 clock=t.clock, sleep=t.sleep)
+                                 clock=clock, sleep=clock.sleep)
     assert "https://b (reports v1)" in str(err.value) and "https://a" not in str(err.value).split("reports v1")[1]
-    assert t.now >= 5
+    assert clock.t >= 5
 
 
 def test_barrier_passes_once_the_lagging_apiserver_catches_up():
@@ -59,12 +48,12 @@ def test_barrier_passes_once_the_lagging_apiserver_catches_up():
     for c in (a, lagging):
         c.add_crd()
     lagging.stale_storage_view[NAME] = "v1"
-    t = FakeTime()
+    clock = Clock(t=0.0)
 
     def sleep(seconds):
-        t.sleep(seconds)
-        if t.now >= 3:
+        clock.sleep(seconds)
+        if clock.t >= 3:
             lagging.stale_storage_view.clear()
 
-    result = wait_for_storage_version({"a": a, "b": lagging}, get_crd(a, NAME), timeout=30, clock=t.clock, sleep=sleep)
+    result = wait_for_storage_version({"a": a, "b": lagging}, get_crd(a, NAME), timeout=30, clock=clock, sleep=sleep)
     assert result.passed and 3 <= result.waited_s < 30

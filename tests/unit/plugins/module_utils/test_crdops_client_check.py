@@ -80,8 +80,9 @@ def test_check_crd_applies_each_manager_fields_dry_run_and_names_the_failure():
         assert "managedFields" not in body["metadata"] and "resourceVersion" not in body["metadata"]
     by_manager = {(p.split("/")[-1], q["fieldManager"]): (p, b) for p, q, b in fake.applies}
     path, body = by_manager[("ok-1", "flux")]
+    # flux's own fields, one value it owns changed (spec first): no force, so only its owner may do that
     assert body == {"apiVersion": GROUP + "/v2", "kind": "Crontab", "metadata": {"name": "ok-1", "namespace": "a",
-                    "labels": {"team": "t"}}, "spec": {"color": "red"}}
+                    "labels": {"team": "t"}}, "spec": {"color": "red-crdops"}}
     # v1 is defined but not served: applied at the storage version; probe for the Update-only object
     assert by_manager[("served-old", "flux")][0] == "/apis/%s/v2/namespaces/b/crontabs/served-old" % GROUP
     probe = by_manager[("update-only", "crdops-client-check")][1]
@@ -93,9 +94,9 @@ def test_apply_entry_at_a_served_version_is_applied_there():
     fake = ClientCheckFake(versions=(("v1", True, False), ("v2", True, True)))
     fake.add("a", "x", {"size": 1}, [entry("argocd", "v1", {"f:spec": {"f:size": {}}})])
     result = check_crd(fake, Crd.from_api(fake.crd))
-    assert result.ok and result.applies == 1
-    [(path, dummy, body)] = fake.applies
-    assert path == "/apis/%s/v1/namespaces/a/crontabs/x" % GROUP and body["apiVersion"] == GROUP + "/v1"
+    assert result.ok and result.applies == 1 and result.rivals == 1
+    for path, _query, body in fake.applies:  # the owner's change and the new manager's: both at v1
+        assert path == "/apis/%s/v1/namespaces/a/crontabs/x" % GROUP and body["apiVersion"] == GROUP + "/v1"
 
 
 def test_status_subresource_entry_goes_to_status():
@@ -150,3 +151,49 @@ def test_only_a_few_alike_stale_objects_are_sent_a_dry_run_all_are_counted():
     assert (result.stale_objects, result.stale_not_applied, result.checked_objects) == (7, 3, 4)
     assert [f.obj for f in result.failures] == ["a/s-0", "a/s-1", "a/s-2", "a/t-0"]
     assert result.to_dict()["stale_not_applied"] == 3 and not result.ok
+
+
+def test_each_apply_manager_changes_a_value_it_owns_and_a_new_manager_conflicts_naming_it():
+    fake = _fake()
+    result = check_crd(fake, Crd.from_api(fake.crd))
+    sent = [(p.split("/")[-1], q["fieldManager"], b.get("spec"), (b["metadata"].get("labels"))) for p, q, b in fake.applies]
+    assert ("ok-1", "argocd", {"size": 2}, None) in sent and ("ok-1", "flux", {"color": "red-crdops"}, {"team": "t"}) in sent
+    # the new manager sends only the changed value (and the identity)
+    assert ("ok-1", "crdops-client-check-rival", {"size": 2}, None) in sent
+    assert ("ok-1", "crdops-client-check-rival", {"color": "red-crdops"}, None) in sent
+    tallies = {(t["manager"], t["operation"]): t for t in result.to_dict()["by_manager"]}
+    assert tallies[("argocd", "Apply")] == {"manager": "argocd", "operation": "Apply", "objects": 2, "changed": 1,
+                                            "unchanged_only": 0, "conflicts_named": 1, "failed": 1}
+    assert tallies[("flux", "Apply")]["changed"] == 2 and tallies[("flux", "Apply")]["conflicts_named"] == 2
+    assert result.rivals == 3 and result.patches == 1
+    # the Update manager: a dry-run merge patch under its name, changing its value
+    [(path, query, patch)] = fake.patches
+    assert path.endswith("/crontabs/update-only") and query == {"dryRun": "All", "fieldManager": "kubectl-edit"}
+    assert patch == {"spec": {"size": 4}} and tallies[("kubectl-edit", "Update")]["changed"] == 1
+
+
+def test_lost_ownership_fails_naming_the_manager_and_the_path():
+    # the owner's change conflicts with before-first-apply (what an object stripped of managedFields shows),
+    # and elsewhere nobody is credited: a new manager's change goes through
+    fake = ClientCheckFake()
+    size = {"f:spec": {"f:size": {}}}
+    fake.add("a", "stripped", {"size": 1}, [entry("flux", "v2", size), entry("before-first-apply", "v2", size, "Update")])
+    fake.add("a", "unowned", {"size": 2}, [entry("argocd", "v2", size)])
+    fake.ownership_ignored.add(("a", "unowned"))
+    result = check_crd(fake, Crd.from_api(fake.crd))
+    failures = {(f.obj, f.manager, f.operation): f for f in result.failures}
+    flux = failures[("a/stripped", "flux", "Apply")]
+    assert flux.status == 409 and 'conflict with "before-first-apply": .spec.size' in flux.message
+    argo = failures[("a/unowned", "argocd", "ownership")]
+    assert "a new manager changing .spec.size without force succeeded" in argo.message and "argocd" in argo.message
+    assert not result.ok and len(result.failures) == 2
+
+
+def test_a_value_the_schema_refuses_is_skipped_for_another_owned_value():
+    fake = ClientCheckFake()
+    fake.add("a", "x", {"size": 1, "color": "red"}, [entry("argocd", "v2", {"f:spec": {"f:size": {}, "f:color": {}}})])
+    fake.schema_refuses.append(2)  # size 1 -> 2 is refused; color is changed instead
+    result = check_crd(fake, Crd.from_api(fake.crd))
+    assert result.ok and [t.changed for t in result.by_manager.values()] == [1]
+    assert [b["spec"] for p, q, b in fake.applies if q["fieldManager"] == "crdops-client-check-rival"] == [
+        {"color": "red-crdops"}]

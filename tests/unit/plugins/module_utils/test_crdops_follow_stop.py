@@ -177,3 +177,11 @@ def test_a_plan_reports_its_listing():
     state = {"crds_total": 1, "crds_done": 0, "current": {"crd": NAME, "done": 0, "listed": 300, "check_mode": True}}
     assert progress_line(state, 1200).startswith("CRD 1/1 %s: 300/1200 objects (25.0%%)" % NAME)
     assert progress_line(state, 1200).endswith("[plan only]")
+
+
+def test_a_confirming_pass_is_named_in_its_progress_line():
+    current = {"crd": NAME, "done": 300, "listed": 300, "unchanged": 300, "confirming": True}
+    line = progress_line({"crds_total": 1, "crds_done": 0, "current": current}, 300)
+    assert line.endswith("[confirming pass: no-op writes, nothing to re-store]")
+    assert not progress_line({"crds_total": 1, "crds_done": 0, "current": dict(current, confirming=False)},
+                             300).endswith("]")

@@ -138,6 +138,7 @@ def test_resumed_pass_carries_already_current_through_the_checkpoint():
 
 
 def run(c, **kw):
+    kw = dict(dict(drain_window=0, confirm_passes=0), **kw)  # the drain and the proof have tests of their own
     options = RunOptions(restore=RestoreOptions(page_size=2, workers=2), **kw)
     return run_migration(c, [get_crd(c, NAME)], options, {c.base_url: c}, ProgressFile(None, "t", False, print))
 

@@ -25,6 +25,7 @@ def cluster(stored=("v1", "v2")):
 
 
 def run(c, check_mode=False, **kw):
+    kw = dict(dict(drain_window=0, confirm_passes=0), **kw)  # the drain and the proof have tests of their own
     options = RunOptions(restore=RestoreOptions(page_size=2, workers=2, check_mode=check_mode), **kw)
     return run_migration(c, [get_crd(c, NAME)], options, {c.base_url: c}, ProgressFile(None, "t", check_mode, print))
 
@@ -101,3 +102,21 @@ def test_a_clean_crd_that_must_carry_a_record_gets_a_full_pass_and_one():
     assert entry_["rewritten"] + entry_["unchanged"] == 5 and res.changed
     again = run(c, require_record=(NAME,))  # the record now exists: a rerun skips the pass
     assert again.crds[0]["skipped"] and not again.crds[0]["record_written"]
+
+
+def test_progress_lines_name_the_crd_being_migrated_never_the_next_one():
+    """Every line about the first of two CRDs says CRD 1/2, its last one (sent after the pass counted it) too."""
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.follow import progress_line
+    c = cluster()
+    other = "gadgets.stable.example.com"
+    c.add_crd(name=other, stored=("v1", "v2"))
+    c.add_objects(other, 3, namespaces=("a",), stored="v1")
+    progress = ProgressFile(None, "t", False, print)
+    lines = []
+    progress.on_update = lambda state: lines.append(progress_line(state, None))
+    options = RunOptions(restore=RestoreOptions(page_size=2, workers=2))
+    run_migration(c, [get_crd(c, NAME), get_crd(c, other)], options, {c.base_url: c}, progress)
+    by_crd = {}
+    for line in filter(None, lines):
+        by_crd.setdefault(line.split(":", 1)[0].split(" ", 2)[2], set()).add(line.split(" ", 2)[1])
+    assert by_crd == {NAME: {"1/2"}, other: {"2/2"}}, lines

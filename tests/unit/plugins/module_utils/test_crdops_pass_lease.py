@@ -16,23 +16,10 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.pass_leas
     LeaseError, LeaseHeldError, PassLease, lease_name)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions, migrate_crd
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
-from tests.unit.crdops_fakes import FakeCluster, status
+from tests.unit.crdops_fakes import Clock, FakeCluster, status
 
 NAME = "crontabs.stable.example.com"
 KEY = ("default", "crdops-pass-" + NAME)
-
-
-class Clock:
-    """A local monotonic clock and sleep the test drives."""
-
-    def __init__(self):
-        self.t = 100.0
-
-    def __call__(self):
-        return self.t
-
-    def sleep(self, s):
-        self.t += s
 
 
 def cluster(n=6):
@@ -197,6 +184,7 @@ def test_forbidden_lease_names_the_rbac_to_grant():
 
 
 def _run(c, check_mode=False, **kw):
+    kw = dict(dict(drain_window=0, confirm_passes=0), **kw)  # the drain and the proof have tests of their own
     options = RunOptions(restore=RestoreOptions(page_size=2, workers=1, check_mode=check_mode), **kw)
     return run_migration(c, [get_crd(c, NAME)], options, {c.base_url: c}, ProgressFile(None, "t", check_mode, print))
 
@@ -245,7 +233,7 @@ def test_the_run_rereads_the_crd_after_taking_the_lease():
     c = cluster()
     stale = get_crd(c, NAME)
     _run(c)  # the other run's complete pass
-    options = RunOptions(restore=RestoreOptions(page_size=2, workers=1))
+    options = RunOptions(restore=RestoreOptions(page_size=2, workers=1), drain_window=0, confirm_passes=0)
     writes = c.object_writes
     res = run_migration(c, [stale], options, {c.base_url: c}, ProgressFile(None, "t", False, print))
     assert res.crds[0]["skipped"] and c.object_writes == writes

@@ -3,6 +3,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd import Crd
@@ -17,8 +19,9 @@ from tests.unit.crdops_fakes import FakeCluster, make_crd, status
 NAME = "crontabs.stable.example.com"
 
 
-def rec(sv="v2", gen=2, failed=0):
-    return MigrationRecord(sv, gen, "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", 3, 2, 1, 0, failed).to_annotation()
+def rec(sv="v2", gen=2, failed=0, proof="confirming-pass"):
+    return MigrationRecord(sv, gen, "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", 3, 2, 1, 0, failed,
+                           proof=proof).to_annotation()
 
 
 @pytest.mark.parametrize("annotations,ok,words", [
@@ -92,6 +95,25 @@ def test_trim_refuses_without_valid_record(annotations, word):
         trim_stored_versions(c, NAME)
     assert word in str(ei.value) and "test-cluster" in str(ei.value) and NAME in str(ei.value)
     assert c.writes() == []
+
+
+@pytest.mark.parametrize("proof", ["etcd-scan", "confirming-pass"])
+def test_trim_takes_a_proven_record(proof):
+    c = trim_cluster({RECORD_ANNOTATION: rec(proof=proof)})
+    assert trim_stored_versions(c, NAME).record["proof"] == proof
+
+
+def test_trim_refuses_a_record_without_proof_unless_accepted():
+    old = json.loads(rec())
+    del old["proof"]  # a record written before the proof existed reads as proof "none"
+    for annotation in (rec(proof="none"), json.dumps(old)):
+        c = trim_cluster({RECORD_ANNOTATION: annotation})
+        with pytest.raises(RecordError) as ei:
+            trim_stored_versions(c, NAME)
+        assert "no proof" in str(ei.value) and "accept_unproven" in str(ei.value) and NAME in str(ei.value)
+        assert [w for w in c.writes() if w[1].endswith("/status")] == []
+        r = trim_stored_versions(c, NAME, accept_unproven=True)
+        assert r.changed and c.crds[NAME]["status"]["storedVersions"] == ["v2"]
 
 
 def test_trim_force_overrides_only_record_check():

@@ -98,27 +98,38 @@ class Script:
 def test_one_json_patch_tests_the_resource_version_then_removes():
     after = crd()
     after["metadata"]["resourceVersion"] = "42"
-    t = Script(resp(200, live_with(INJECTED, MANAGED)), resp(200, after))
+    t = Script(resp(200, live_with(INJECTED, MANAGED)), resp(200, after), resp(200, after))
     res = follow_release(t, crd(WEBHOOK), crd(), field_manager="crdops-migration")
     assert res.changed and res.resource_version_after == "42"
-    method, path, query, ops, ctype = t.calls[1]
+    assert t.calls[1][2] == {"fieldManager": "crdops-migration", "dryRun": "All"} and t.calls[1][3] == t.calls[2][3]
+    method, path, query, ops, ctype = t.calls[2]
     assert (method, ctype, query) == ("PATCH", "application/json-patch+json", {"fieldManager": "crdops-migration"})
     assert ops == [{"op": "test", "path": "/metadata/resourceVersion", "value": "41"},
                    {"op": "remove", "path": "/spec/conversion"}]
     assert "removed spec.conversion with spec.conversion.webhook.clientConfig.caBundle" in res.summary()
 
 
-def test_check_mode_reads_only():
-    t = Script(resp(200, live_with(INJECTED, MANAGED)))
+def test_check_mode_sends_only_the_dry_run():
+    t = Script(resp(200, live_with(INJECTED, MANAGED)), resp(200, crd()))
     res = follow_release(t, crd(WEBHOOK), crd(), field_manager="m", check_mode=True)
-    assert not res.changed and [c[0] for c in t.calls] == ["GET"] and "would remove spec.conversion" in res.summary()
+    assert not res.changed and "would remove spec.conversion" in res.summary()
+    assert [(c[0], c[2].get("dryRun")) for c in t.calls] == [("GET", None), ("PATCH", "All")]
+
+
+def test_what_the_apiserver_defaults_back_is_not_removed_again():
+    """After a removal spec.conversion reads {strategy: None} (defaulted): a rerun's dry-run changes nothing."""
+    live = live_with({"strategy": "None"}, [])
+    t = Script(resp(200, live), resp(200, live))
+    res = follow_release(t, crd(WEBHOOK), crd(), field_manager="m")
+    assert not res.changed and res.removed == [] and len(t.calls) == 2
+    assert "nothing the previous release declared is left over" in res.summary()
 
 
 def test_a_writer_in_between_means_read_again():
     failed_test = status(422, "the server rejected our request due to an error in our request: "
                               "testing value /metadata/resourceVersion failed: test failed")
     t = Script(resp(200, live_with(INJECTED, MANAGED)), failed_test, resp(200, live_with(INJECTED, MANAGED)),
-               resp(200, crd()))
+               resp(200, crd()), resp(200, crd()))
     assert follow_release(t, crd(WEBHOOK), crd(), field_manager="m").attempts == 2
 
 

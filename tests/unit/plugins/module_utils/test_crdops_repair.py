@@ -87,7 +87,7 @@ class Killed(BaseException):
 
 
 def broken(stored_old=3, stored_new=2, old="v1"):
-    """Finding 2: objects at v1, storedVersions trimmed to [v2], v1 removed from the CRD."""
+    """The unreadable resource: objects at v1, storedVersions trimmed to [v2], v1 removed from the CRD."""
     c = BrokenFake()
     c.add_crd(name=NAME, versions=(("v2", True, True),), stored=("v2",))
     c.add_objects(NAME, stored_old + stored_new, stored=old)

@@ -11,20 +11,7 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors im
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.transport import (
     HttpTransport, RateLimiter, RetryPolicy, error_from_response)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops import errors
-from tests.unit.crdops_fakes import status
-
-
-class Clock:
-    def __init__(self):
-        self.t = 0.0
-        self.sleeps = []
-
-    def __call__(self):
-        return self.t
-
-    def sleep(self, s):
-        self.sleeps.append(s)
-        self.t += s
+from tests.unit.crdops_fakes import Clock, status
 
 
 class Raw:
@@ -53,7 +40,7 @@ def transport(pool, clock, deadline=120.0, **kw):
 
 
 def test_429_honours_retry_after_and_counts_throttles():
-    clock = Clock()
+    clock = Clock(t=0.0)
     pool = Pool(Raw(429, {"message": "slow down"}, {"Retry-After": "3"}), Raw(429, b"", {"retry-after": "1"}),
                 Raw(200, {"ok": 1}))
     t = transport(pool, clock)
@@ -65,14 +52,14 @@ def test_429_honours_retry_after_and_counts_throttles():
 
 
 def test_503_without_retry_after_backs_off():
-    clock = Clock()
+    clock = Clock(t=0.0)
     t = transport(Pool(Raw(503), Raw(200)), clock)
     assert t.request("GET", "/x").status == 200 and len(clock.sleeps) == 1 and clock.sleeps[0] > 0
 
 
 @pytest.mark.parametrize("code", [500, 502, 504])
 def test_5xx_retried_with_backoff_until_deadline_then_returned(code):
-    clock = Clock()
+    clock = Clock(t=0.0)
     t = transport(Pool(Raw(code, {"message": "etcd leader changed"})), clock, deadline=10)
     r = t.request("GET", "/x")
     assert r.status == code and r.api_message() == "etcd leader changed"
@@ -81,7 +68,7 @@ def test_5xx_retried_with_backoff_until_deadline_then_returned(code):
 
 
 def test_conversion_webhook_500_not_retried():
-    clock = Clock()
+    clock = Clock(t=0.0)
     t = transport(Pool(Raw(500, {"message": "conversion webhook for x failed: refused"})), clock)
     r = t.request("GET", "/x")
     assert r.status == 500 and clock.sleeps == []
@@ -89,14 +76,14 @@ def test_conversion_webhook_500_not_retried():
 
 @pytest.mark.parametrize("code", [400, 401, 403, 404, 409, 422])
 def test_non_retryable_returned_immediately(code):
-    clock = Clock()
+    clock = Clock(t=0.0)
     pool = Pool(Raw(code, {"message": "m"}))
     assert transport(pool, clock).request("PATCH", "/x", body=b"{}").status == code
     assert len(pool.requests) == 1
 
 
 def test_connection_errors_retried_then_connection_failed_names_cluster():
-    clock = Clock()
+    clock = Clock(t=0.0)
     t = transport(Pool(OSError("Connection refused")), clock, deadline=5)
     with pytest.raises(ConnectionFailed) as ei:
         t.request("GET", "/apis")
@@ -105,7 +92,7 @@ def test_connection_errors_retried_then_connection_failed_names_cluster():
 
 
 def test_connection_error_then_success():
-    clock = Clock()
+    clock = Clock(t=0.0)
     t = transport(Pool(OSError("reset"), Raw(200, {"a": 1})), clock)
     assert t.request("GET", "/x").json() == {"a": 1} and t.stats.snapshot()["retries"] == 1
 
@@ -113,7 +100,7 @@ def test_connection_error_then_success():
 def test_tls_error_not_retried():
     class SSLError(Exception):
         pass
-    clock = Clock()
+    clock = Clock(t=0.0)
     t = transport(Pool(SSLError("certificate verify failed")), clock)
     with pytest.raises(ConnectionFailed) as ei:
         t.request("GET", "/x")
@@ -121,7 +108,7 @@ def test_tls_error_not_retried():
 
 
 def test_headers_auth_and_query():
-    clock = Clock()
+    clock = Clock(t=0.0)
     pool = Pool(Raw(200))
     t = transport(pool, clock, headers={"Impersonate-User": "alice"}, auth_header=lambda: "Bearer s3cr3t")
     t.request("GET", "/x", query=[("limit", "5"), ("continue", "a/b")], accept="application/json")
@@ -133,7 +120,7 @@ def test_headers_auth_and_query():
 
 
 def test_rate_limiter_spaces_requests():
-    clock = Clock()
+    clock = Clock(t=0.0)
     rl = RateLimiter(2, burst=1, clock=clock, sleep=clock.sleep)
     for _request in range(5):
         rl.acquire()
@@ -163,7 +150,7 @@ def test_error_classification(code, msg, cls):
 
 
 def test_never_answering_cluster_fails_at_connect_timeout_naming_it():
-    clock = Clock()
+    clock = Clock(t=0.0)
     t = transport(Pool(OSError("Connection refused")), clock, deadline=120, connect_timeout=10)
     with pytest.raises(ConnectionFailed) as ei:
         t.request("GET", "/version")
@@ -173,7 +160,7 @@ def test_never_answering_cluster_fails_at_connect_timeout_naming_it():
 
 
 def test_after_a_first_answer_connection_loss_rides_out_the_retry_deadline():
-    clock = Clock()
+    clock = Clock(t=0.0)
     pool = Pool(Raw(200), *([OSError("Connection refused")] * 8), Raw(200, {"back": 1}))
     t = transport(pool, clock, deadline=120, connect_timeout=10)
     assert t.request("GET", "/a").status == 200
@@ -182,7 +169,7 @@ def test_after_a_first_answer_connection_loss_rides_out_the_retry_deadline():
 
 
 def test_connect_timeout_bounds_only_the_tcp_connect():
-    clock = Clock()
+    clock = Clock(t=0.0)
     pool = Pool(Raw(200))
     transport(pool, clock, connect_timeout=7, timeout=60).request("GET", "/a")
     timeout = pool.requests[0][2]["timeout"]

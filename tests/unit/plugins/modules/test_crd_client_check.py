@@ -42,7 +42,8 @@ def test_fails_naming_cluster_crd_object_manager_and_message(fake, capsys):
 def test_check_mode_runs_the_dry_runs_and_writes_nothing(fake, capsys):
     fake.add("b", "broken", {"size": 2}, [entry("flux", "v1alpha1", {"f:spec": {"f:size": {}}})])
     out = run({"names": [NAME], "fail_on_error": False}, capsys, check_mode=True)
-    assert out["_rc"] == 0 and out["ok"] is False and len(fake.applies) == 2
+    # good: argocd changes its value, then a new manager's change conflicts; broken: one apply (HTTP 500)
+    assert out["_rc"] == 0 and out["ok"] is False and len(fake.applies) == 3
     assert fake.events == [] and all(q.get("dryRun") == "All" for m, path, q in fake.calls if m == "PATCH")
 
 

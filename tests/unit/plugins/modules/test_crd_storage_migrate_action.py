@@ -4,53 +4,24 @@
 """The controller-side action of crd_storage_migrate: where it runs the pass, what it prints, how a stop reads."""
 from __future__ import annotations
 
-from unittest.mock import MagicMock
 
 import pytest
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import argument_spec, validate_args
 from ansible_collections.crdops.migration.plugins.modules.crd_storage_migrate import OPTIONS
+from tests.unit.plugins.modules.actions import WHERE_IT_RUNS, action_module, import_actions
 
 
-def _import_action():
-    """Importing controller code marks the process as the controller (ansible-core 2.19), and then a module's
-    warnings go to Display instead of its result; the module tests of this session must not see that."""
-    try:
-        from ansible.module_utils import _internal
-    except ImportError:  # ansible-core < 2.19
-        _internal = None
-    was = getattr(_internal, "is_controller", False)
-    from ansible_collections.crdops.migration.plugins.action import crd_storage_migrate
-    if _internal is not None:
-        _internal.is_controller = was
-    return crd_storage_migrate
-
-
-action = _import_action()
+(action,) = import_actions("crd_storage_migrate")
 
 NAME = "crontabs.stable.example.com"
 
 
-def make(args=None, transport="local", async_val=0, become=False, check_mode=False, environment=None):
-    task = MagicMock()
-    task.environment = environment
-    task.args = dict(args or {"names": [NAME], "kubeconfig": "/nonexistent"})
-    task.async_val = async_val
-    task.check_mode = check_mode
-    connection = MagicMock()
-    connection.transport = transport
-    play_context = MagicMock()
-    play_context.become = become
-    play_context.check_mode = check_mode
-    return action.ActionModule(task, connection, play_context, MagicMock(), MagicMock(), MagicMock())
+def make(args=None, **kw):
+    return action_module(action, args or {"names": [NAME], "kubeconfig": "/nonexistent"}, **kw)
 
 
-@pytest.mark.parametrize("kw,why", [
-    ({}, None),
-    ({"transport": "ssh"}, "connection ssh"),
-    ({"async_val": 60}, "async"),
-    ({"become": True}, "become"),
-    ({"environment": [{"K8S_AUTH_CONTEXT": "x"}]}, "task environment"),
+@pytest.mark.parametrize("kw,why", WHERE_IT_RUNS + [
     ({"args": {"names": [NAME], "run_on_controller": "never"}}, "run_on_controller=never"),
 ])
 def test_the_pass_runs_on_the_controller_only_where_the_task_would_anyway(kw, why):

@@ -18,9 +18,19 @@ def cluster(monkeypatch):
     return connected_fake(monkeypatch, objects=3)
 
 
-def with_record(cluster):
+def with_record(cluster, proof="confirming-pass"):
     cluster.crds[NAME]["metadata"]["annotations"][RECORD_ANNOTATION] = json.dumps(
-        {"storageVersion": "v2", "generation": 2, "failed": 0})
+        {"storageVersion": "v2", "generation": 2, "failed": 0, "proof": proof})
+
+
+def test_trim_refuses_a_record_without_proof_unless_accept_unproven(cluster, capsys):
+    with_record(cluster, proof="none")
+    refused = run(crd_stored_versions_trim, {"names": [NAME]}, capsys)
+    assert refused["_rc"] == 1 and "no proof" in refused["msg"] and "accept_unproven" in refused["msg"]
+    assert cluster.crds[NAME]["status"]["storedVersions"] == ["v1", "v2"]
+    accepted = run(crd_stored_versions_trim, {"names": [NAME], "accept_unproven": True}, capsys)
+    assert accepted["_rc"] == 0 and accepted["changed"] is True
+    assert accepted["crds"][0]["migration_record"]["proof"] == "none"
 
 
 def test_trim_with_diff_then_nothing_to_do(cluster, capsys):

@@ -5,55 +5,19 @@
 from __future__ import annotations
 
 import json
-from unittest.mock import MagicMock
 
 import pytest
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import RECORD_ANNOTATION
 from ansible_collections.crdops.migration.plugins.modules import crd_storage_info
+from tests.unit.plugins.modules.actions import WHERE_IT_RUNS, import_actions
+from tests.unit.plugins.modules.actions import action_module as make
 from tests.unit.plugins.modules.runner import NAME, connected_fake, run
 
-
-def _import_actions():
-    """Importing controller code marks the process as the controller (ansible-core 2.19), and then a module's
-    warnings go to Display instead of its result; the module tests of this session must not see that."""
-    try:
-        from ansible.module_utils import _internal
-    except ImportError:  # ansible-core < 2.19
-        _internal = None
-    was = getattr(_internal, "is_controller", False)
-    from ansible_collections.crdops.migration.plugins.action import crd_storage_info as info_action
-    from ansible_collections.crdops.migration.plugins.action import crd_stored_versions_trim as trim_action
-    if _internal is not None:
-        _internal.is_controller = was
-    return info_action, trim_action
+info_action, trim_action = import_actions("crd_storage_info", "crd_stored_versions_trim")
 
 
-info_action, trim_action = _import_actions()
-
-
-def make(module, args, transport="local", async_val=0, become=False, check_mode=False, environment=None):
-    task = MagicMock()
-    task.environment = environment
-    task.args = dict(args)
-    task.async_val = async_val
-    task.action = "crdops.migration.x"
-    connection = MagicMock()
-    connection.transport = transport
-    play_context = MagicMock()
-    play_context.become = become
-    play_context.check_mode = check_mode
-    play_context.diff = False
-    return module.ActionModule(task, connection, play_context, MagicMock(), MagicMock(), MagicMock())
-
-
-@pytest.mark.parametrize("kw,why", [
-    ({}, None),
-    ({"transport": "ssh"}, "connection ssh"),
-    ({"async_val": 60}, "async"),
-    ({"become": True}, "become"),
-    ({"environment": [{"K8S_AUTH_CONTEXT": "x"}]}, "task environment"),
-])
+@pytest.mark.parametrize("kw,why", WHERE_IT_RUNS)
 def test_the_job_runs_in_the_worker_only_where_the_module_would_run_on_the_controller(kw, why):
     assert make(info_action, {"names": [NAME]}, **kw).not_on_controller() == why
 
@@ -74,7 +38,7 @@ def test_in_the_worker_info_answers_exactly_what_the_module_answers(monkeypatch,
 def test_check_mode_and_diff_reach_the_job_and_a_bad_option_fails_naming_it(monkeypatch):
     cluster = connected_fake(monkeypatch)
     cluster.crds[NAME]["metadata"]["annotations"][RECORD_ANNOTATION] = json.dumps(
-        {"storageVersion": "v2", "generation": 2, "failed": 0})
+        {"storageVersion": "v2", "generation": 2, "failed": 0, "proof": "confirming-pass"})
     planned = make(trim_action, {"names": [NAME]}, check_mode=True)
     res = planned.run_here(action_params(planned))
     assert res["changed"] is True and res["crds"][0]["stored_versions_after"] == ["v2"] and cluster.writes() == []

@@ -1,0 +1,368 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# PRIVATE: for internal use by crdops.migration only; may change in any release
+"""Who still uses a version that the next release removes: those clients break when it goes.
+
+Two witnesses, both read-only:
+
+- **managedFields.** Every write records its manager, operation and the version it was sent at, with a
+  ``time`` the apiserver sets from its own clock. An entry at a removed version whose time is at or after
+  ``since`` (a time read from the apiserver's ``Date`` header, never the controller's clock, which may be
+  skewed) was written by a client that still writes at that version. Older entries are leftovers that the
+  managedFields passes rewrite; they are counted, not named as writers.
+- **Request counters.** Readers never show in managedFields. ``apiserver_request_total`` on ``/metrics`` has a
+  ``version`` label; its growth over a window in which this run sends nothing at that version counts the
+  requests of other clients. It is read from every apiserver the HA barrier knows (``apiservers.py``), since
+  each counts only what it served. The ``apiserver_requested_deprecated_apis`` gauge is not used: it is a 0/1
+  flag that this run's own reads would set. Watches are counted only when they end, so the open ones are
+  read from ``apiserver_longrunning_requests``. ``/metrics`` needs ``get`` on the non-resource URL
+  ``/metrics``; without it the result says "not measured" for that apiserver.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+
+from .apiservers import discover_topology, parse_time, server_now
+from .client_check import metadata_pages
+from .crd import Crd
+from .errors import BadInputError, CrdOpsError, at_least
+from .transport import JSON, Transport
+
+METRICS_PATH = "/metrics"
+METRICS_ACCEPT = "text/plain;version=0.0.4"
+REQUESTS_METRIC = "apiserver_request_total"
+WATCHES_METRIC = "apiserver_longrunning_requests"
+MAX_EXAMPLES = 5
+_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def server_clock(transport: Transport) -> float:
+    """The apiserver's time now (its ``Date`` header); the controller's clock only when it sends none."""
+    resp = transport.request("GET", "/version", accept=JSON)
+    return server_now(resp.header("Date"))
+
+
+# -- request counters ---------------------------------------------------------------------------------------
+Series = Dict[Tuple[str, str, str, str], float]  # (group, version, resource, verb) -> value
+
+
+def parse_metrics(text: str, metric: str, groups: Iterable[str]) -> Series:
+    """Sum the samples of ``metric`` per (group, version, resource, verb), for the given API groups only."""
+    wanted = set(groups)
+    out: Series = {}
+    prefix = metric + "{"
+    for line in text.splitlines():
+        if not line.startswith(prefix):
+            continue
+        labels_text, _sep, rest = line[len(prefix):].rpartition("}")
+        labels = dict(_LABEL.findall(labels_text))
+        if labels.get("group") not in wanted:
+            continue
+        try:
+            value = float(rest.split()[0])
+        except (IndexError, ValueError):
+            continue
+        key = (labels["group"], labels.get("version", ""), labels.get("resource", ""), labels.get("verb", ""))
+        out[key] = out.get(key, 0.0) + value
+    return out
+
+
+@dataclass
+class MetricsRead:
+    requests: Series
+    watches: Series
+
+
+def read_metrics(transport: Transport, groups: Iterable[str]) -> Tuple[Optional[MetricsRead], Optional[str]]:
+    """(counters, None), or (None, why they could not be read)."""
+    try:
+        resp = transport.request("GET", METRICS_PATH, accept=METRICS_ACCEPT)
+    except CrdOpsError as exc:
+        return None, "not measured: /metrics not reachable: %s" % (exc.api_message or exc.message)
+    if resp.status in (401, 403):
+        return None, ("not measured: /metrics forbidden (HTTP %d); grant get on nonResourceURLs [\"/metrics\"] "
+                      "(docs/rbac.md)" % resp.status)
+    if not resp.ok:
+        return None, "not measured: /metrics answered HTTP %d %s" % (resp.status, resp.api_message())
+    text = resp.data.decode("utf-8", "replace")
+    group_list = list(groups)
+    return MetricsRead(parse_metrics(text, REQUESTS_METRIC, group_list),
+                       parse_metrics(text, WATCHES_METRIC, group_list)), None
+
+
+@dataclass
+class Traffic:
+    """Requests one apiserver served at the removed versions of one CRD during the window."""
+
+    apiserver: str
+    measured: bool
+    note: Optional[str] = None
+    requests: Dict[str, int] = field(default_factory=dict)  # version -> requests in the window
+    by_verb: Dict[str, Dict[str, int]] = field(default_factory=dict)  # version -> verb -> requests
+    watches: Dict[str, int] = field(default_factory=dict)  # version -> watches open at the end
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"apiserver": self.apiserver, "measured": self.measured, "note": self.note,
+                "requests": dict(self.requests), "by_verb": dict(self.by_verb), "watches": dict(self.watches)}
+
+
+def traffic_of(url: str, before: MetricsRead, after: MetricsRead, crd: Crd, versions: List[str]) -> Traffic:
+    """The growth of the request counters of ``crd`` at ``versions``, and the watches open at the end."""
+    out = Traffic(url, measured=True)
+    for (group, version, resource, verb), value in after.requests.items():
+        if group != crd.group or resource != crd.plural or version not in versions:
+            continue
+        grown = value - before.requests.get((group, version, resource, verb), 0.0)
+        if grown < 0:  # the apiserver restarted during the window: its counters began again
+            return Traffic(url, measured=False, note="not measured: the counters went back (apiserver restarted)")
+        if grown > 0:
+            out.requests[version] = out.requests.get(version, 0) + int(grown)
+            out.by_verb.setdefault(version, {})[verb] = int(grown)
+    for (group, version, resource, _verb), value in after.watches.items():
+        if group == crd.group and resource == crd.plural and version in versions and value > 0:
+            out.watches[version] = out.watches.get(version, 0) + int(value)
+    return out
+
+
+# -- managedFields ------------------------------------------------------------------------------------------
+@dataclass
+class Writer:
+    """One manager that wrote at a removed version since ``since``."""
+
+    manager: str
+    operation: str
+    version: str
+    subresource: str
+    objects: int = 0
+    last_write: float = 0.0
+    examples: List[str] = field(default_factory=list)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"manager": self.manager, "operation": self.operation, "version": self.version,
+                "subresource": self.subresource, "objects": self.objects, "last_write": iso(self.last_write),
+                "examples": list(self.examples)}
+
+    def record(self, key: str, written: float) -> None:
+        self.objects += 1
+        self.last_write = max(self.last_write, written)
+        if len(self.examples) < MAX_EXAMPLES:
+            self.examples.append(key)
+
+
+@dataclass
+class CrdWriters:
+    name: str
+    group: str
+    removed_versions: List[str]
+    listed: int = 0
+    writers: List[Writer] = field(default_factory=list)
+    older_entries: int = 0  # entries at removed versions written before ``since``: the managedFields passes fix them
+    traffic: List[Traffic] = field(default_factory=list)
+
+    def add(self, meta: Mapping[str, Any], since: float) -> None:
+        """Count one listed object's entries at the removed versions."""
+        self.listed += 1
+        key = "%s/%s" % (meta["namespace"], meta.get("name")) if meta.get("namespace") else str(meta.get("name"))
+        for entry in meta.get("managedFields") or ():
+            group, _sep, version = str(entry.get("apiVersion") or "").rpartition("/")
+            if group != self.group or version not in self.removed_versions:
+                continue
+            written = parse_time(entry.get("time"))
+            if written is None or written < since:
+                self.older_entries += 1
+                continue
+            self._writer(entry, version).record(key, written)
+
+    def _writer(self, entry: Mapping[str, Any], version: str) -> Writer:
+        ident = (str(entry.get("manager") or ""), str(entry.get("operation") or ""), version,
+                 str(entry.get("subresource") or ""))
+        for writer in self.writers:
+            if (writer.manager, writer.operation, writer.version, writer.subresource) == ident:
+                return writer
+        writer = Writer(*ident)
+        self.writers.append(writer)
+        return writer
+
+    def clients(self) -> List[str]:
+        """One sentence per client that breaks when the versions go."""
+        out = ["manager %s (%s at %s%s) on %d objects, last write %s (e.g. %s)" % (
+            w.manager, w.operation, w.version, "/" + w.subresource if w.subresource else "", w.objects,
+            iso(w.last_write), ", ".join(w.examples[:3])) for w in self.writers]
+        for t in self.traffic:
+            for version, count in sorted(t.requests.items()):
+                verbs = ", ".join("%s %d" % item for item in sorted(t.by_verb.get(version, {}).items()))
+                out.append("%d requests at %s served by %s in the window (%s; readers included, which "
+                           "managedFields never names)" % (count, version, t.apiserver, verbs))
+            for version, count in sorted(t.watches.items()):
+                out.append("%d watches open at %s on %s" % (count, version, t.apiserver))
+        return out
+
+    def broken_clients(self) -> List[Dict[str, Any]]:
+        """The same clients as records (for the role's result and the fleet report)."""
+        out: List[Dict[str, Any]] = [dict(w.to_dict(), crd=self.name, seen_in="managedFields") for w in self.writers]
+        for t in self.traffic:
+            for version, count in sorted(t.requests.items()):
+                out.append({"crd": self.name, "seen_in": "metrics", "apiserver": t.apiserver, "version": version,
+                            "requests": count, "by_verb": dict(t.by_verb.get(version, {})),
+                            "watches": t.watches.get(version, 0)})
+            for version, count in sorted(t.watches.items()):
+                if version not in t.requests:
+                    out.append({"crd": self.name, "seen_in": "metrics", "apiserver": t.apiserver, "version": version,
+                                "requests": 0, "by_verb": {}, "watches": count})
+        return out
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"name": self.name, "removed_versions": list(self.removed_versions), "listed": self.listed,
+                "writers": [w.to_dict() for w in self.writers], "older_entries": self.older_entries,
+                "traffic": [t.to_dict() for t in self.traffic], "clients": self.clients(), "ok": not self.clients()}
+
+
+# -- the whole check ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class WritersOptions:
+    removed_versions: Mapping[str, List[str]]  # CRD name -> versions the next release removes
+    since: Optional[str] = None  # apiserver time (RFC 3339); None: ``lookback`` seconds before the apiserver's now
+    lookback: float = 3600.0
+    metrics_window: float = 30.0  # seconds between the two reads of /metrics; 0: not measured
+    page_size: int = 500
+    apiserver_endpoints: Tuple[str, ...] = ()
+
+    def validate(self) -> None:
+        if not isinstance(self.removed_versions, Mapping):
+            raise BadInputError("removed_versions must map CRD names to lists of versions")
+        for name, versions in self.removed_versions.items():
+            if not isinstance(versions, list) or not all(isinstance(v, str) and v for v in versions):
+                raise BadInputError("removed_versions[%s] must be a list of version names, got %r" % (name, versions))
+        if self.since is not None and parse_time(self.since) is None:
+            raise BadInputError("since must be an RFC 3339 time such as 2026-12-01T15:04:05Z, got %r" % self.since)
+        at_least("lookback", self.lookback, 0)
+        at_least("metrics_window", self.metrics_window, 0)
+        at_least("page_size", self.page_size, 0, strict=True)
+
+
+@dataclass
+class WritersResult:
+    crds: List[CrdWriters]
+    since: float
+    server_time: float
+    window_s: float
+    metrics: str  # one sentence: where the counters were measured, or why not
+
+    @property
+    def ok(self) -> bool:
+        return not any(c.clients() for c in self.crds)
+
+    def refusal(self, cluster: str) -> str:
+        bad = ["CRD %s: %s" % (c.name, "; ".join(c.clients())) for c in self.crds if c.clients()]
+        return ("cluster %s: clients still use versions that release N+1 removes, and break when they go: %s. "
+                "Move them to a version that stays (their manifests' apiVersion), or accept that they break "
+                "(role variable crd_upgrade_accept_broken_clients: true)" % (cluster, "; ".join(bad)))
+
+    def broken_clients(self, cluster: str) -> List[Dict[str, Any]]:
+        return [dict(client, cluster=cluster) for c in self.crds for client in c.broken_clients()]
+
+    def to_dict(self, cluster: str) -> Dict[str, Any]:
+        return {"crds": [c.to_dict() for c in self.crds], "since": iso(self.since),
+                "server_time": iso(self.server_time), "metrics_window_s": self.window_s, "metrics": self.metrics,
+                "ok": self.ok, "refusal": None if self.ok else self.refusal(cluster)}
+
+
+def metrics_targets(transport: Transport, endpoints: List[str],
+                    connect: Callable[[str], Transport]) -> Tuple[Dict[str, Transport], Optional[str]]:
+    """The apiservers whose counters can be read one by one, and what is not covered (or None)."""
+    topo, reachable = discover_topology(transport, endpoints, connect)
+    alive = topo.leases.alive
+    direct = dict((url, t) for url, t in reachable.items() if url in topo.reached)
+    if alive is not None and topo.known >= alive and direct:
+        return direct, None
+    kube_url = topo.kubeconfig_url
+    if alive == 1 and not direct:
+        return {kube_url: transport}, None
+    if direct:
+        return direct, ("%s apiservers alive, %d measured directly" % ("an unknown number of" if alive is None
+                                                                       else alive, len(direct)))
+    # a load balancer may answer each read from another member, so two reads are not one counter's growth
+    return {}, ("not measured: the apiservers cannot be reached one by one (%s); set apiserver_endpoints"
+                % (topo.leases.problem or "%s alive" % alive))
+
+
+def measure_window(targets: Mapping[str, Transport], crds: List[Crd], removed: Mapping[str, List[str]],
+                   window: float, during: Callable[[], None], clock: Callable[[], float] = time.monotonic,
+                   sleep: Callable[[float], None] = time.sleep) -> Dict[str, List[Traffic]]:
+    """Read every target's counters, run ``during`` (which sends nothing at a removed version), wait out the
+    window, read again. CRD name -> one Traffic per apiserver."""
+    groups = sorted(set(c.group for c in crds))
+    first = dict((url, read_metrics(t, groups)) for url, t in targets.items())
+    start = clock()
+    during()
+    left = window - (clock() - start)
+    if left > 0:
+        sleep(left)
+    out: Dict[str, List[Traffic]] = dict((c.name, []) for c in crds)
+    for url, t in targets.items():
+        before, why = first[url]
+        after, why_after = read_metrics(t, groups) if before is not None else (None, why)
+        for crd in crds:
+            if before is None or after is None:
+                out[crd.name].append(Traffic(url, measured=False, note=why or why_after))
+            else:
+                out[crd.name].append(traffic_of(url, before, after, crd, list(removed.get(crd.name) or [])))
+    return out
+
+
+def removed_of(crd: Crd, removed_versions: Mapping[str, List[str]]) -> List[str]:
+    """The versions of ``crd`` the next release removes, among those it still defines."""
+    defined = [v.name for v in crd.versions]
+    return [v for v in removed_versions.get(crd.name) or [] if v in defined]
+
+
+def find_writers(transport: Transport, crds: List[Crd], options: WritersOptions,
+                 connect: Optional[Callable[[str], Transport]] = None, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> WritersResult:
+    """Name every client still using a version ``options.removed_versions`` says the next release removes.
+    ``connect(url)``: a transport to one apiserver with the same credentials (for its /metrics)."""
+    options.validate()
+    now = server_clock(transport)
+    since = (parse_time(options.since) if options.since else None) or now - options.lookback  # since: validated
+    checked = [c for c in crds if removed_of(c, options.removed_versions)]
+    results = dict((c.name, CrdWriters(c.name, c.group, removed_of(c, options.removed_versions))) for c in checked)
+
+    def scan() -> None:  # LISTs at the storage version: nothing at a removed version
+        for crd in checked:
+            for page in metadata_pages(transport, crd, options.page_size):
+                for meta in page:
+                    results[crd.name].add(meta, since)
+
+    if not checked or options.metrics_window <= 0 or connect is None:
+        scan()
+        why = "not measured: metrics_window is 0" if options.metrics_window <= 0 else "not measured"
+        return WritersResult([results[c.name] for c in checked], since, now, 0.0, why)
+    targets, gap = metrics_targets(transport, list(options.apiserver_endpoints), connect)
+    traffic = measure_window(targets, checked, dict((c.name, results[c.name].removed_versions) for c in checked),
+                             options.metrics_window, scan, clock, sleep)
+    for crd in checked:
+        results[crd.name].traffic = traffic[crd.name]
+    return WritersResult([results[c.name] for c in checked], since, now, options.metrics_window,
+                         metrics_sentence(traffic, options.metrics_window, gap))
+
+
+def metrics_sentence(traffic: Mapping[str, List[Traffic]], window: float, gap: Optional[str]) -> str:
+    measured = sorted(set(t.apiserver for ts in traffic.values() for t in ts if t.measured))
+    if measured:
+        words = "measured on %s over %.0f s" % (", ".join(measured), window)
+    elif gap:
+        return gap
+    else:
+        words = "; ".join(sorted(set(t.note or "" for ts in traffic.values() for t in ts))) or "not measured"
+    return words + (" (%s)" % gap if gap else "")

@@ -1,0 +1,198 @@
+"""cert-manager end to end: its own CRDs and its own conversion webhook (built from github.com/jetstack/cert-manager
+v1.5.4, tests/certmanager), on a real kube-apiserver + etcd.
+
+Installed state as after a pre-1.0 install: cert-manager v1.5.4's CRDs with the storage version on v1alpha2 (created
+by `kubectl create`, cainjector's caBundle written into them), Certificates, Issuers and CertificateRequests written
+at v1alpha2 by server-side apply and by POST. The role applies release N (v1.5.4, or v1.6.1 which stops serving
+v1alpha2, v1alpha3 and v1beta1) and N+1 (v1.7.1: v1 only, no spec.conversion). The webhook is reached at a `url:`
+(tests/certmanager says why not at cert-manager's `service:`).
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+import yaml
+
+from tests.certmanager import CertManagerWebhook, crds_for, write_crds
+from tests.controlplane.etcd_reader import scan_storage
+from tests.controlplane.kube import KubeError, objects_path
+from tests.integration.modrun import ansible_playbook
+
+GROUP = "cert-manager.io"
+PLURALS = ("certificaterequests", "certificates", "issuers")
+NAMESPACE = "cm-e2e"
+CSR = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlJQ3ZEQ0NBYVFDQVFBd0R6RU5NQXNHQTFVRUF3d0VkR1Z6ZERDQ0FTSXcK"
+COUNTS = {"certificates": 6, "issuers": 3, "certificaterequests": 3}
+SELF_SIGNED = "bootstrap-selfsigned"  # the third Issuer
+
+
+@pytest.fixture()
+def cm_webhook(cluster, tmp_path):
+    webhook = CertManagerWebhook(cluster.pki, tmp_path / "cm-webhook").start()
+    yield webhook
+    webhook.stop()
+
+
+@pytest.fixture()
+def installed(kube, cm_webhook):
+    """v1.5.4's CRDs stored at v1alpha2 (kubectl create), the caBundle injected, objects written at v1alpha2."""
+    for plural in PLURALS:
+        kube.delete_crd(f"{plural}.{GROUP}")
+    docs = crds_for("v1.5.4", cm_webhook, storage="v1alpha2")
+    for doc in docs:
+        bundle = doc["spec"]["conversion"]["webhook"]["clientConfig"].pop("caBundle")
+        kube.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", doc,
+                     query={"fieldManager": "kubectl-create"})
+        kube.wait_established(doc["metadata"]["name"])
+        kube.request("PATCH", kube.crd_path(doc["metadata"]["name"]),
+                     {"spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": bundle}}}}},
+                     "application/merge-patch+json", query={"fieldManager": "cainjector"})
+    kube.ensure_namespace(NAMESPACE)
+    _write_objects(kube)
+    yield docs
+    for plural in PLURALS:
+        kube.delete_crd(f"{plural}.{GROUP}")
+
+
+def _certificate(i: int) -> dict:
+    return {"apiVersion": f"{GROUP}/v1alpha2", "kind": "Certificate", "metadata": {"name": f"cert-{i}",
+                                                                                   "namespace": NAMESPACE},
+            "spec": {"secretName": f"cert-{i}-tls", "commonName": f"svc-{i}.example.com",
+                     "dnsNames": [f"svc-{i}.example.com"], "organization": ["Example"], "keyAlgorithm": "ecdsa",
+                     "keySize": 256, "renewBefore": "240h", "issuerRef": {"name": "issuer-0", "kind": "Issuer"}}}
+
+
+def _self_signed_issuer(version: str, spec: dict) -> dict:
+    return {"apiVersion": f"{GROUP}/{version}", "kind": "Issuer",
+            "metadata": {"name": SELF_SIGNED, "namespace": NAMESPACE}, "spec": spec}
+
+
+def _write_objects(kube) -> None:
+    """Half the Certificates by server-side apply (manager `kubectl`, as `kubectl apply --server-side`), half by
+    POST; the bootstrap Issuer `spec: {selfSigned: {}}` by server-side apply (its entry owns a struct and none of
+    its fields: `f:spec: {f:selfSigned: {}}`), the other Issuers by POST."""
+    for i in range(COUNTS["certificates"]):
+        path = objects_path(GROUP, "v1alpha2", "certificates", NAMESPACE)
+        if i % 2:
+            kube.request("POST", path, _certificate(i), query={"fieldManager": "kubectl-create"})
+        else:
+            kube.request("PATCH", f"{path}/cert-{i}", json.dumps(_certificate(i)).encode(),
+                         "application/apply-patch+yaml", query={"fieldManager": "kubectl"})
+    for i in range(COUNTS["issuers"] - 1):
+        kube.request("POST", objects_path(GROUP, "v1alpha2", "issuers", NAMESPACE),
+                     {"apiVersion": f"{GROUP}/v1alpha2", "kind": "Issuer",
+                      "metadata": {"name": f"issuer-{i}", "namespace": NAMESPACE},
+                      "spec": {"ca": {"secretName": f"ca-key-pair-{i}"}}})
+    kube.request("PATCH", objects_path(GROUP, "v1alpha2", "issuers", NAMESPACE, SELF_SIGNED),
+                 json.dumps(_self_signed_issuer("v1alpha2", {"selfSigned": {}})).encode(),
+                 "application/apply-patch+yaml", query={"fieldManager": "kubectl"})
+    for i in range(COUNTS["certificaterequests"]):
+        kube.request("POST", objects_path(GROUP, "v1alpha2", "certificaterequests", NAMESPACE),
+                     {"apiVersion": f"{GROUP}/v1alpha2", "kind": "CertificateRequest",
+                      "metadata": {"name": f"req-{i}", "namespace": NAMESPACE},
+                      "spec": {"csr": CSR, "issuerRef": {"name": "issuer-0"}}})
+
+
+def run_role(cluster, tmp_path, webhook, installed, release_n: str):
+    inventory = {"all": {"hosts": {"cm-e2e": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+        "crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0],
+        "crd_upgrade_installed_manifests": write_crds(tmp_path / "installed", "installed", installed),
+        "crd_upgrade_release_manifests": write_crds(tmp_path / "n", release_n, crds_for(release_n, webhook)),
+        "crd_upgrade_target_manifests": write_crds(tmp_path / "n1", "v1.7.1", crds_for("v1.7.1", webhook)),
+        "crd_upgrade_etcd_url": cluster.etcd_url,
+        "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_preflight": False}}}}
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    play = tmp_path / "play.yml"
+    play.write_text(yaml.safe_dump([{"hosts": "all", "gather_facts": False,
+                                     "roles": [{"role": "crdops.migration.crd_upgrade"}]}]))
+    return ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(play))
+
+
+@pytest.mark.parametrize("release_n", ["v1.5.4", "v1.6.1"])
+def test_cert_manager_upgrade_to_v171_leaves_no_conversion_and_every_key_at_v1(
+        cluster, kube, cm_webhook, installed, tmp_path, release_n):
+    total = sum(COUNTS.values())
+    before = {p: scan_storage(cluster.etcd_url, GROUP, p).counts for p in PLURALS}
+    assert before == {p: {f"{GROUP}/v1alpha2": COUNTS[p]} for p in PLURALS}, before
+    (applied,) = kube.get(objects_path(GROUP, "v1alpha2", "issuers", NAMESPACE, SELF_SIGNED))["metadata"]["managedFields"]
+    assert applied["fieldsV1"] == {"f:spec": {"f:selfSigned": {}}}, applied  # a struct with none of its fields
+    proc = run_role(cluster, tmp_path, cm_webhook, installed, release_n)
+    assert proc.returncode == 0, proc.stdout[-8000:]
+    # the storage diff after the flip compared every sampled object; with v1.6.1 through cert-manager's webhook
+    for plural in PLURALS:
+        n = COUNTS[plural]
+        line = f"{plural}.{GROUP}: {n} of {n} stored objects compared at v1"
+        assert line in proc.stdout, proc.stdout[-8000:]
+        if release_n == "v1.6.1":
+            assert f"{n} stored at a version not served compared through the conversion webhook" in proc.stdout
+    assert "NOT COMPARED" not in proc.stdout
+    # the proof: every key in etcd at v1
+    after = {p: scan_storage(cluster.etcd_url, GROUP, p).counts for p in PLURALS}
+    assert after == {p: {f"{GROUP}/v1": COUNTS[p]} for p in PLURALS}, after
+    assert sum(sum(c.values()) for c in after.values()) == total
+    for plural in PLURALS:
+        crd = kube.get_crd(f"{plural}.{GROUP}")
+        assert crd["spec"]["conversion"] == {"strategy": "None"}, crd["spec"]["conversion"]
+        assert [v["name"] for v in crd["spec"]["versions"]] == ["v1"] and crd["status"]["storedVersions"] == ["v1"]
+        # (the releases given to the role carry the caBundle with their url:, so it is declared, not injected)
+        assert (f"{plural}.{GROUP}: removed spec.conversion (owned by cainjector (Update), kubectl-create (Update))"
+                in proc.stdout), proc.stdout[-8000:]
+    # content as cert-manager converts it: organization -> subject.organizations, keyAlgorithm/keySize -> privateKey
+    cert = kube.get(objects_path(GROUP, "v1", "certificates", NAMESPACE, "cert-2"))
+    assert cert["spec"]["subject"] == {"organizations": ["Example"]}
+    assert cert["spec"]["privateKey"] == {"algorithm": "ECDSA", "size": 256}
+    assert cert["spec"]["commonName"] == "svc-2.example.com" and cert["spec"]["renewBefore"].startswith("240h")
+    _ownership_kept(kube)
+    _self_signed_ownership_kept(kube, applied)
+
+
+KEPT_PATHS = ("f:commonName", "f:dnsNames", "f:issuerRef", "f:renewBefore")  # the same paths at v1alpha2 and v1
+
+
+def _apply_v1(kube, name: str, manager: str, common_name: str) -> dict:
+    body = {"apiVersion": f"{GROUP}/v1", "kind": "Certificate", "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"secretName": f"{name}-tls", "commonName": common_name, "dnsNames": [common_name],
+                     "renewBefore": "240h", "issuerRef": {"name": "issuer-0", "kind": "Issuer"}}}
+    return kube.request("PATCH", objects_path(GROUP, "v1", "certificates", NAMESPACE, name),
+                        json.dumps(body).encode(), "application/apply-patch+yaml", query={"fieldManager": manager})
+
+
+def _ownership_kept(kube) -> None:
+    """The server-side applier (`kubectl`) still owns, at v1, the paths cert-manager keeps, and applies without
+    force; a new manager conflicts naming it; no object was stripped to `before-first-apply`."""
+    items = kube.get(objects_path(GROUP, "v1", "certificates", NAMESPACE))["items"]
+    assert len(items) == COUNTS["certificates"]
+    for obj in items:
+        managers = [e["manager"] for e in obj["metadata"].get("managedFields") or []]
+        assert managers and "before-first-apply" not in managers, (obj["metadata"]["name"], managers)
+    applied = [o for o in items if int(o["metadata"]["name"].split("-")[1]) % 2 == 0]
+    for obj in applied:
+        (entry,) = [e for e in obj["metadata"]["managedFields"] if e["manager"] == "kubectl"]
+        assert (entry["operation"], entry["apiVersion"]) == ("Apply", f"{GROUP}/v1"), entry
+        spec = entry["fieldsV1"]["f:spec"]
+        assert all(p in spec for p in KEPT_PATHS), (obj["metadata"]["name"], sorted(spec))
+        name = obj["metadata"]["name"]
+        changed = _apply_v1(kube, name, "kubectl", f"renamed-{name}.example.com")  # no force: no conflict
+        assert changed["spec"]["commonName"] == f"renamed-{name}.example.com"
+        with pytest.raises(KubeError) as conflict:
+            _apply_v1(kube, name, "argocd", f"other-{name}.example.com")
+        message = conflict.value.body["message"]  # 'Apply failed with 2 conflicts: conflicts with "kubectl": ...'
+        assert conflict.value.status == 409 and 'with "kubectl"' in message and ".spec.commonName" in message
+
+
+def _self_signed_ownership_kept(kube, applied: dict) -> None:
+    """The bootstrap Issuer's `kubectl` entry owns the struct `spec.selfSigned` at v1 (its manager, operation and
+    time kept), and a re-apply at v1 that declares `ca` instead prunes `selfSigned`: only an owner's apply does."""
+    path = objects_path(GROUP, "v1", "issuers", NAMESPACE, SELF_SIGNED)
+    issuer = kube.get(path)
+    mf = issuer["metadata"]["managedFields"]
+    assert [e["manager"] for e in mf] == ["kubectl"], mf
+    (entry,) = mf
+    assert entry == dict(applied, apiVersion=f"{GROUP}/v1"), (applied, entry)  # manager, operation, time, paths
+    switched = kube.request("PATCH", path, json.dumps(_self_signed_issuer("v1", {"ca": {"secretName": "root-ca"}})
+                                                      ).encode(),
+                            "application/apply-patch+yaml", query={"fieldManager": "kubectl"})
+    assert switched["spec"] == {"ca": {"secretName": "root-ca"}}, switched["spec"]

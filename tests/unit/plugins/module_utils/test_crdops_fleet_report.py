@@ -1,0 +1,86 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The fleet report's words: failures first with a cause in one line and a next step, a line per cluster."""
+from __future__ import annotations
+
+from ansible_collections.crdops.migration.plugins.filter.fleet import crd_upgrade_report_merge, crd_upgrade_result_lines
+from ansible_collections.crdops.migration.plugins.module_utils._crdops import fleet_report
+
+
+def result(name, status, **kw):
+    out = {"cluster": name, "status": status, "failed_phase": None, "error": None, "duration_s": 2.0, "crds": [],
+           "totals": {"objects": 0, "rewritten": 0, "unchanged": 0, "failed": 0}}
+    out.update(kw)
+    return out
+
+
+def test_failures_first_with_cause_and_next_step_from_troubleshooting():
+    error = ("cluster c2: phase preflight failed: admission would reject the re-store on cluster c2: widgets.x.io "
+             "ns/w-1: HTTP 400 admission: denied the request: change freeze\n(more)")
+    report = fleet_report.build([result("c1", "ok"), result("c2", "failed", failed_phase="preflight", error=error),
+                                 result("c3", "not run")], {"title": "t", "generated": "g", "run": {"id": "r"}})
+    (failure,) = report["failures"]
+    assert failure["cause"] == ("admission would reject the re-store on cluster c2: widgets.x.io ns/w-1: HTTP 400 "
+                                "admission: denied the request: change freeze (more)")
+    assert failure["next_step"]["see"] == "docs/troubleshooting.md: Check-mode preflight (`predicted_rejections`)"
+    assert report["run"]["outcome"] == "failed: 1 of 3 clusters failed"
+    assert report["headline"] == "3 clusters: 1 done, 1 failed, 1 waiting; 0 objects, 0 re-stored, 0 failed"
+    # "release" is not the pass Lease
+    assert fleet_report.next_step("upgrade", "release N+1 not in effect on cluster c: w still has v1")["step"].startswith(
+        "stop whatever re-applies the old CRD")
+    unknown = fleet_report.next_step("trim", "something new")
+    assert unknown["see"] == "docs/troubleshooting.md: Role `crd_upgrade` (by task file), trim"
+
+
+def test_every_next_step_names_a_section_of_troubleshooting():
+    import pathlib
+    doc = (pathlib.Path(__file__).resolve().parents[4] / "docs" / "troubleshooting.md").read_text()
+    headings = {line.lstrip("#").strip() for line in doc.splitlines() if line.startswith("#")}
+    sections = {section for _pattern, _step, section in fleet_report._STEPS}
+    missing = [s for s in sections if not any(h.startswith(s) for h in headings)]
+    assert missing == [], missing
+
+
+def test_outcome_of_a_run_without_result_and_of_an_incomplete_run():
+    assert fleet_report.build([], {})["run"]["outcome"].startswith("no result")
+    assert fleet_report.build([result("a", "ok"), result("b", "not run")], {})["run"]["outcome"] == (
+        "incomplete: 1 of 2 clusters did not run")
+
+
+def test_console_end_lines_one_per_crd_that_changed():
+    changed = {"name": "w.x.io", "storage_before": "v1", "storage_version": "v2", "stored_before": ["v1"],
+               "stored_after": ["v2"], "listed": 4, "rewritten": 4, "unchanged": 0, "gone": 0, "failed": 0,
+               "upgraded": True, "removed_versions": ["v1"],
+               "etcd": {"key_count": 4, "at_want": 4, "want": "x.io/v2", "ok": True}}
+    same = {"name": "g.x.io", "storage_before": "v2", "storage_version": "v2", "stored_before": ["v2"],
+            "stored_after": ["v2"], "rewritten": 0}
+    lines = crd_upgrade_result_lines(result("c1", "ok", crds=[changed, same], totals={"objects": 4, "rewritten": 4}))
+    assert lines == ["c1: ok - 1 CRD(s) changed, 4 objects re-stored of 4, 2.0 s",
+                     "  w.x.io: storage v1 -> v2; re-stored 4 of 4 (unchanged 0, gone 0, failed 0); storedVersions "
+                     "v1 -> v2; removed v1; etcd 4 of 4 keys at x.io/v2"]
+
+
+def test_merge_keeps_the_newest_report_of_each_slice():
+    old = {"slice": "1", "title": "t", "clusters": [result("a", "failed", error="x")]}
+    new = {"slice": "1", "title": "t", "clusters": [result("a", "ok")]}
+    other = {"slice": "2", "title": "t", "clusters": [result("b", "ok")]}
+    merged = crd_upgrade_report_merge([old, other, new], generated="g")
+    assert [c["status"] for c in merged["clusters"]] == ["ok", "ok"] and merged["slices"] == ["1", "2"]
+
+
+def test_clients_seen_writing_at_a_removed_version_block_its_removal_in_the_plan():
+    plan = {"steps": ["storage v1 -> v2"], "blocked": [], "to_restore": 0, "estimate_s": 0.0}
+    client = {"cluster": "c1", "crd": "w.x.io", "seen_in": "managedFields", "manager": "argocd", "operation": "Apply",
+              "version": "v1", "objects": 12, "last_write": "2026-12-01T15:04:05Z"}
+    traffic = {"cluster": "c1", "crd": "w.x.io", "seen_in": "metrics", "version": "v1", "apiserver": "https://a:6443",
+               "requests": 40}
+    c = fleet_report.enrich(result("c1", "planned", crds=[{"name": "w.x.io", "plan": plan}, {"name": "g.x.io"}],
+                                   broken_clients=[client, traffic]))
+    w, g = c["crds"]
+    assert w["writers"] == ["argocd (Apply) wrote at v1 on 12 objects, last 2026-12-01T15:04:05Z",
+                            "40 requests at v1 on apiserver https://a:6443"] and g["writers"] == []
+    assert w["plan"]["blocked"][0] == {"version": "v1", "why": "a client still uses it: argocd (Apply) wrote at v1 "
+                                                               "on 12 objects, last 2026-12-01T15:04:05Z"}
+    assert "blocked removals: w.x.io v1: a client still uses it" in c["line"]
+    assert plan["blocked"] == []   # the cluster's own result is left as it was

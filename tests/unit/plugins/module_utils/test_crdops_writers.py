@@ -1,0 +1,177 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Who still uses a version the next release removes: managedFields times against the apiserver's clock, and
+the growth of the request counters per apiserver."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd import Crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.transport import ApiResponse
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.writers import (
+    WritersOptions, find_writers, parse_metrics, traffic_of, MetricsRead)
+from tests.unit.crdops_fakes import make_crd, resp
+
+GROUP = "stable.example.com"
+NAME = "crontabs." + GROUP
+# the apiserver's clock is 15:00:00; the controller's clock (time.time()) is whatever the test machine says
+SERVER_DATE = "Tue, 01 Dec 2026 15:00:00 GMT"
+
+
+def crd(versions=(("v1", True, False), ("v2", True, True))):
+    return Crd.from_api(make_crd(NAME, versions=versions, stored=("v2",)))
+
+
+def entry(manager, version, time, operation="Apply"):
+    return {"manager": manager, "operation": operation, "apiVersion": "%s/%s" % (GROUP, version), "time": time,
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}
+
+
+def metrics(lines):
+    return "\n".join(["# HELP apiserver_request_total Counter", "# TYPE apiserver_request_total counter"] + [
+        'apiserver_request_total{code="200",component="apiserver",dry_run="",group="%s",resource="%s",'
+        'scope="resource",subresource="",verb="%s",version="%s"} %s' % line for line in lines])
+
+
+class Server:
+    """One apiserver: a Date header, metadata pages, /metrics answers in turn."""
+
+    cluster_label = "test-cluster"
+    base_url = "https://10.0.0.1:6443"
+
+    def __init__(self, objects, metrics_answers=(), leases=1):
+        self.objects = objects
+        self.metrics_answers = list(metrics_answers)
+        self.leases = leases
+        self.calls = []
+
+    def request(self, method, path, query=None, body=None, content_type=None, accept=None):
+        self.calls.append((method, path, dict(query or [])))
+        if path == "/version":
+            return resp(200, {"gitVersion": "v1.37.2"}, headers={"Date": SERVER_DATE})
+        if path == "/metrics":
+            answer = self.metrics_answers.pop(0)
+            if isinstance(answer, int):
+                return resp(answer, {"kind": "Status", "message": "forbidden"})
+            return ApiResponse(200, {}, answer.encode())
+        if path.endswith("/leases"):
+            items = [{"metadata": {"name": "kube-apiserver-%d" % i}, "spec": {"renewTime": "2026-12-01T14:59:55.000000Z"}}
+                     for i in range(self.leases)]
+            return resp(200, {"items": items}, headers={"Date": SERVER_DATE})
+        if path.endswith("/endpointslices"):
+            return resp(200, {"items": [{"ports": [{"name": "https", "port": 6443}],
+                                         "endpoints": [{"addresses": ["10.0.0.1"]}]}]})
+        assert method == "GET" and path == "/apis/%s/v2/crontabs" % GROUP, path
+        return resp(200, {"items": [{"metadata": m} for m in self.objects], "metadata": {}})
+
+    def for_endpoint(self, url, new_connection_per_request=False):
+        assert url == "https://10.0.0.1:6443"
+        return self
+
+
+def obj(name, *entries):
+    return {"name": name, "namespace": "a", "managedFields": list(entries)}
+
+
+OBJECTS = [
+    obj("w-1", entry("argocd", "v1", "2026-12-01T14:59:58Z"), entry("flux", "v2", "2026-12-01T14:59:59Z")),
+    obj("w-2", entry("argocd", "v1", "2026-12-01T14:58:00Z")),
+    obj("w-3", entry("argocd", "v1", "2026-12-01T14:10:00Z"),
+        entry("kubectl-edit", "v1", "2026-12-01T14:59:00Z", "Update")),
+]
+
+
+def test_writers_are_named_from_entry_times_on_the_apiservers_clock():
+    # since 14:55 by the apiserver's clock: w-1 and w-2 by argocd, w-3 by kubectl-edit; w-3's argocd entry is older
+    options = WritersOptions({NAME: ["v1"]}, since="2026-12-01T14:55:00Z", metrics_window=0)
+    out = find_writers(Server(OBJECTS), [crd()], options)
+    c = out.crds[0]
+    assert [(w.manager, w.operation, w.version, w.objects) for w in c.writers] == [
+        ("argocd", "Apply", "v1", 2), ("kubectl-edit", "Update", "v1", 1)]
+    assert c.writers[0].to_dict()["last_write"] == "2026-12-01T14:59:58Z" and c.writers[0].examples == ["a/w-1", "a/w-2"]
+    assert c.older_entries == 1 and c.listed == 3 and not out.ok
+    assert out.to_dict("prod")["server_time"] == "2026-12-01T15:00:00Z" and out.metrics == "not measured: metrics_window is 0"
+    text = out.refusal("prod")
+    for word in ("cluster prod", "CRD " + NAME, "manager argocd (Apply at v1) on 2 objects, last write "
+                 "2026-12-01T14:59:58Z", "kubectl-edit (Update at v1)", "crd_upgrade_accept_broken_clients"):
+        assert word in text, (word, text)
+    records = out.broken_clients("prod")
+    assert records[0] == {"cluster": "prod", "crd": NAME, "seen_in": "managedFields", "manager": "argocd",
+                          "operation": "Apply", "version": "v1", "subresource": "", "objects": 2,
+                          "last_write": "2026-12-01T14:59:58Z", "examples": ["a/w-1", "a/w-2"]}
+
+
+def test_lookback_counts_back_from_the_apiservers_clock_not_the_controllers():
+    # without `since`: an hour before the apiserver's 15:00 -> 14:00, so the 14:10 entry is a writer too
+    out = find_writers(Server(OBJECTS), [crd()], WritersOptions({NAME: ["v1"]}, metrics_window=0))
+    assert out.to_dict("prod")["since"] == "2026-12-01T14:00:00Z"
+    assert [(w.manager, w.objects) for w in out.crds[0].writers] == [("argocd", 3), ("kubectl-edit", 1)]
+    assert out.crds[0].older_entries == 0
+
+
+def test_versions_that_stay_and_crds_not_named_are_not_checked():
+    out = find_writers(Server(OBJECTS), [crd()], WritersOptions({NAME: ["v0"]}, metrics_window=0))
+    assert out.crds == [] and out.ok
+    out = find_writers(Server(OBJECTS), [crd()], WritersOptions({"other." + GROUP: ["v1"]}, metrics_window=0))
+    assert out.crds == [] and out.ok
+
+
+def test_request_growth_per_apiserver_names_readers_that_managed_fields_never_shows():
+    before = metrics([(GROUP, "crontabs", "LIST", "v1", "4"), (GROUP, "crontabs", "GET", "v1", "10"),
+                      (GROUP, "crontabs", "GET", "v2", "7"), ("other.io", "crontabs", "GET", "v1", "3")])
+    after = metrics([(GROUP, "crontabs", "LIST", "v1", "4"), (GROUP, "crontabs", "GET", "v1", "16"),
+                     (GROUP, "crontabs", "GET", "v2", "90"), ("other.io", "crontabs", "GET", "v1", "9")])
+    slept = []
+    server = Server([obj("w-1", entry("argocd", "v2", "2026-12-01T14:59:58Z"))], [before, after])
+    out = find_writers(server, [crd()], WritersOptions({NAME: ["v1"]}, metrics_window=5), connect=server.for_endpoint,
+                       sleep=slept.append, clock=iter([0.0, 1.5]).__next__)
+    c = out.crds[0]
+    assert c.writers == [] and len(c.traffic) == 1
+    t = c.traffic[0]
+    # v2 (stays) and another group's v1 are not counted; 6 GETs at v1 are
+    assert (t.apiserver, t.measured, t.requests, t.by_verb) == ("https://10.0.0.1:6443", True, {"v1": 6},
+                                                                {"v1": {"GET": 6}})
+    assert slept == [3.5]  # the window is waited out after the listing
+    assert not out.ok and "6 requests at v1 served by https://10.0.0.1:6443" in out.refusal("prod")
+    assert out.metrics == "measured on https://10.0.0.1:6443 over 5 s"
+    # the listing went between the two reads of /metrics, at the storage version
+    order = [p for _m, p, _q in server.calls if p in ("/metrics", "/apis/%s/v2/crontabs" % GROUP)]
+    assert order == ["/metrics", "/apis/%s/v2/crontabs" % GROUP, "/metrics"]
+
+
+def test_forbidden_metrics_is_not_measured_and_said_so():
+    server = Server([], [403])
+    out = find_writers(server, [crd()], WritersOptions({NAME: ["v1"]}, metrics_window=2), connect=server.for_endpoint,
+                       sleep=lambda s: None)
+    assert out.ok and out.crds[0].traffic[0].measured is False
+    assert out.metrics.startswith("not measured: /metrics forbidden (HTTP 403)") and "nonResourceURLs" in out.metrics
+
+
+def test_counters_that_go_back_mean_a_restart_not_a_negative_count():
+    before = MetricsRead(parse_metrics(metrics([(GROUP, "crontabs", "GET", "v1", "10")]), "apiserver_request_total",
+                                       [GROUP]), {})
+    after = MetricsRead(parse_metrics(metrics([(GROUP, "crontabs", "GET", "v1", "2")]), "apiserver_request_total",
+                                      [GROUP]), {})
+    t = traffic_of("https://a", before, after, crd(), ["v1"])
+    assert t.measured is False and "restarted" in (t.note or "")
+
+
+def test_more_apiservers_alive_than_reachable_is_said():
+    server = Server([], [metrics([]), metrics([])], leases=3)
+    out = find_writers(server, [crd()], WritersOptions({NAME: ["v1"]}, metrics_window=1), connect=server.for_endpoint,
+                       sleep=lambda s: None)
+    assert "3 apiservers alive, 1 measured directly" in out.metrics
+
+
+@pytest.mark.parametrize("options, word", [
+    (WritersOptions({NAME: "v1"}), "removed_versions[%s]" % NAME),
+    (WritersOptions({NAME: ["v1"]}, since="yesterday"), "since must be an RFC 3339 time"),
+    (WritersOptions({NAME: ["v1"]}, metrics_window=-1), "metrics_window must be >= 0"),
+])
+def test_bad_options_fail_before_any_request(options, word):
+    server = Server([])
+    with pytest.raises(BadInputError) as exc:
+        find_writers(server, [crd()], options)
+    assert word in str(exc.value) and server.calls == []
