@@ -15,6 +15,9 @@ from __future__ import annotations
 from ansible_collections.crdops.migration.plugins.filter.crd_upgrade import (
     crd_upgrade_client_records, crd_upgrade_client_summary, crd_upgrade_doubts, crd_upgrade_leftovers,
     crd_upgrade_managed_fields_managers, crd_upgrade_refusals)
+from ansible_collections.crdops.migration.plugins.filter.fleet import (
+    crd_upgrade_fleet_report, crd_upgrade_iso_utc, crd_upgrade_report_merge, crd_upgrade_report_prune,
+    crd_upgrade_result_lines)
 from ansible_collections.crdops.migration.plugins.filter.inputs import crd_upgrade_inputs
 from ansible_collections.crdops.migration.plugins.filter.managed_fields import (
     crd_upgrade_removed_versions, crd_upgrade_unmappable)
@@ -64,8 +67,13 @@ STEPS = {
     "client_records": crd_upgrade_client_records,
     "managed_fields_managers": crd_upgrade_managed_fields_managers,
     # result and report
+    "iso_utc": crd_upgrade_iso_utc,
     "result_crds": crd_upgrade_result_crds,
+    "result_lines": crd_upgrade_result_lines,
+    "report_prune": crd_upgrade_report_prune,
     "report_clusters": crd_upgrade_report_clusters,
+    "fleet_report": crd_upgrade_fleet_report,
+    "report_merge": crd_upgrade_report_merge,
 }
 
 

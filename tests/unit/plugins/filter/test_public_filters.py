@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ansible_collections.crdops.migration.plugins.filter.role_step import STEPS, AnsibleFilterError, crd_upgrade_step
 
@@ -17,7 +18,6 @@ REPO = Path(__file__).resolve().parents[4]
 PUBLIC = {
     "crd_upgrade_manifests",      # read CRD manifests as the modules do
     "crd_upgrade_waves", "crd_upgrade_percent",  # survey answers for serial / max_fail_percentage
-    "crd_upgrade_report_merge", "crd_upgrade_fleet_summary", "crd_upgrade_iso_utc",  # the fleet report
     "crd_upgrade_step",           # the role's own steps, one entry
 }
 
@@ -39,13 +39,20 @@ def test_the_registered_filters_are_the_public_ones_and_each_is_documented():
     assert docs == set(names), (sorted(docs - set(names)), sorted(set(names) - docs))
 
 
+def test_the_step_filter_documents_every_step_and_no_other():
+    doc = yaml.safe_load((REPO / "plugins" / "filter" / "crd_upgrade_step.yml").read_text())["DOCUMENTATION"]
+    listed = re.findall(r"C\(([a-z_]+)\)", " ".join(d for d in doc["description"] if d.startswith("Steps of")))
+    assert sorted(listed) == sorted(STEPS), (sorted(set(STEPS) - set(listed)), sorted(set(listed) - set(STEPS)))
+    assert len(listed) == len(set(listed))
+
+
 def test_every_step_the_role_calls_exists():
     called = set()
     for path in (REPO / "roles").rglob("*.yml"):
         called |= set(re.findall(r"crdops\.migration\.crd_upgrade_step\('([a-z_]+)'", path.read_text()))
     assert called and called <= set(STEPS), sorted(called - set(STEPS))
-    # no role file calls a helper by its old name (it would fail only when that task runs)
-    for path in (REPO / "roles").rglob("*.yml"):
+    # no role, playbook or scenario file calls a helper by its old name (it would fail only when that task runs)
+    for path in [p for top in ("roles", "playbooks", "extensions") for p in (REPO / top).rglob("*.yml")]:
         used = set(re.findall(r"\| *crdops\.migration\.([a-z_]+)", path.read_text()))
         assert used <= registered().keys(), (path, sorted(used - registered().keys()))
 
