@@ -77,4 +77,3 @@ def test_managed_fields_managers_over_passes_tagged_with_crd_and_pass():
         "managers": [dict(row, crd="a", **{"pass": "re-store"})],
         "ownership_reduced": [dict(cut, crd="a", **{"pass": "re-store"})]}
     assert crd_upgrade_managed_fields_managers([]) == {"managers": [], "ownership_reduced": []}
-

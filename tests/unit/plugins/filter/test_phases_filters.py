@@ -162,4 +162,3 @@ def test_fields_the_release_follow_removed_are_listed_per_crd():
     assert a["crd_fields_removed"] == ["spec.conversion", "spec.versions[v1].deprecated"]
     (a,) = crd_upgrade_result_crds(plan)
     assert "crd_fields_removed" not in a
-

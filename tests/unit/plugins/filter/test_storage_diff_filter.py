@@ -57,4 +57,3 @@ def test_objects_that_could_not_be_compared_stop_the_run_like_pruning_and_say_wh
             "(v1alpha2 is not served") in msg and "crd_upgrade_accept_pruning: true" in msg
     (line,) = storage_diff_lines([UNVERIFIED])
     assert "skipped webhook_version_not_served: 20; NOT COMPARED: v1alpha2 is not served" in line
-
