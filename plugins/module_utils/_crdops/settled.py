@@ -45,6 +45,7 @@ APPLY_PATCH = "application/apply-patch+yaml"  # JSON is valid YAML
 # server-set fields that say when, not what: a no-op apply may still answer with a fresh value for these
 VOLATILE_METADATA = ("resourceVersion",)
 MAX_EXAMPLES = 3
+MAX_PATHS = 6
 RELEASE_WHY = "release N+1 applied with no change"
 
 
@@ -88,8 +89,8 @@ def crd_blockers(crd: Crd) -> List[str]:
         out.append("%s: the migration record is for storage version %s, the CRD's is %s"
                    % (crd.name, record.storage_version, crd.storage_version))
     elif record.failed or record.accounted != record.listed:
-        out.append("%s: the migration record is not of a complete pass with zero failures (%s)"
-                   % (crd.name, check.reason))
+        out.append("%s: the migration record is not of a complete pass with zero failures (listed %d, accounted "
+                   "for %d, failed %d)" % (crd.name, record.listed, record.accounted, record.failed))
     elif not check.ok and record.generation == crd.generation:
         out.append("%s: migration record not valid (%s)" % (crd.name, check.reason))
     elif record.proof == PROOF_NONE:
@@ -108,7 +109,7 @@ def release_blockers(live_names: Sequence[str], release_names: Sequence[str],
     return out
 
 
-def differences(before: Any, after: Any, path: str = "", limit: int = MAX_EXAMPLES) -> List[str]:
+def differences(before: Any, after: Any, path: str = "", limit: int = MAX_PATHS) -> List[str]:
     """Paths (``.spec.versions``) where ``after`` differs from ``before``, at most ``limit``."""
     if isinstance(before, dict) and isinstance(after, dict):
         out: List[str] = []
