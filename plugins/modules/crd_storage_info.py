@@ -267,9 +267,9 @@ nothing_to_do:
   contains:
     nothing_to_do: {description: Every check passed; no blocker., type: bool, returned: always}
     blockers: {description: Each reason the role has something to do (or could not be sure)., type: list, elements: str, returned: always}
-    why: {description: What was checked, per CRD, when there is nothing to do., type: list, elements: str, returned: always}
+    why: {description: "What was checked, per CRD, when there is nothing to do.", type: list, elements: str, returned: always}
     objects_listed: {description: Objects whose metadata was read., type: int, returned: always}
-    summary: {description: One line - why there is nothing to do, or the first blockers., type: str, returned: always}
+    summary: {description: "One line - why there is nothing to do, or the first blockers.", type: str, returned: always}
 check_mode:
   version_added: 1.2.0
   description:

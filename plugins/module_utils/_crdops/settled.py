@@ -60,9 +60,9 @@ class Verdict:
     def summary(self) -> str:
         """One line for the report: why there is nothing to do, or the first reasons there is something."""
         if self.nothing_to_do:
+            crds = len(self.why) - self.release_lines
             return ("%d CRD(s) at their storage version alone with a proven record, release N+1 in effect, %d objects "
-                    "read: no managedFields entry at a version gone" % (len(self.why) - self.release_lines,
-                                                                       self.objects_listed))
+                    "read: no managedFields entry at a version gone" % (crds, self.objects_listed))
         more = len(self.blockers) - MAX_EXAMPLES
         return "; ".join(self.blockers[:MAX_EXAMPLES]) + (" (and %d more)" % more if more > 0 else "")
 
@@ -79,8 +79,8 @@ def crd_blockers(crd: Crd) -> List[str]:
     """What the live CRD itself says is left: storedVersions, the record and its proof, a checkpoint."""
     out = []
     if crd.needs_migration:
-        out.append("%s: status.storedVersions is %s, not [%s]" % (crd.name, list(crd.stored_versions),
-                                                                   crd.storage_version))
+        stored = list(crd.stored_versions)
+        out.append("%s: status.storedVersions is %s, not [%s]" % (crd.name, stored, crd.storage_version))
     check = validate_record(crd)
     record = check.record
     if record is None:
