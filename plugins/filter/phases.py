@@ -10,6 +10,7 @@ Documented in the sidecar .yml files of the same names.
 from __future__ import annotations
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops import fleet_report
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.follow_report import removals_by_crd
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.run_plan import plan_of
 
 _NOT_YET = ("stored_after", "listed", "rewritten", "unchanged", "gone", "failed", "duration_s", "objects_per_s",
@@ -26,7 +27,7 @@ def _unique(items):
     return out
 
 
-def _planned(crd, release_storage, switches, sample):
+def _planned(crd, release_storage, switches, sample, follow):
     storage_after = release_storage.get(crd["name"], crd.get("storage_version"))
     stored_after_flip = _unique(list(crd.get("stored_versions") or []) + [storage_after])
     entry = {
@@ -38,22 +39,25 @@ def _planned(crd, release_storage, switches, sample):
         "target_removes_storage": storage_after in (crd.get("removed_versions") or []),
         "target_found": crd.get("target_found", False),
         "conversion": (crd.get("conversion") or {}).get("strategy", "None"),
-        "migration_record_valid": (crd.get("migration_record") or {}).get("valid", False)}
+        "migration_record_valid": (crd.get("migration_record") or {}).get("valid", False),
+        "follow_removals": follow.get(crd["name"], [])}
     entry["plan"] = plan_of(entry, crd.get("migration_record") or {}, switches, (sample or {}).get(crd["name"]))
     return entry
 
 
-def crd_upgrade_plan(before, names, release_storage, sample=None, migrate=True, trim=True, workers=8):
+def crd_upgrade_plan(before, names, release_storage, sample=None, migrate=True, trim=True, workers=8, follow=None):
     """The plan per CRD: every live CRD of ``before`` (crd_storage_info), then each of ``names`` not live yet.
 
     Each entry's ``plan`` says what release N and the run will do to it (plan_of); ``sample`` is the preflight's
     crd_storage_migrate ``crds`` (their dry-run latency estimates a duration when no record has a pace),
-    ``migrate``/``trim`` the role's switches, ``workers`` its writes in flight.
+    ``migrate``/``trim`` the role's switches, ``workers`` its writes in flight, ``follow`` the check-mode
+    crd_release_follow records (what following the releases would remove from each live CRD).
     """
     release_storage = release_storage or {}
     switches = {"migrate": bool(migrate), "trim": bool(trim), "workers": int(workers or 1)}
     by_name = dict((c.get("name"), c) for c in sample or [])
-    out = [_planned(crd, release_storage, switches, by_name) for crd in before or []]
+    removals = removals_by_crd(follow or [])
+    out = [_planned(crd, release_storage, switches, by_name, removals) for crd in before or []]
     live = [crd["name"] for crd in before or []]
     for name in names or []:
         if name not in live:
@@ -165,12 +169,11 @@ def _client(c):
 
 
 def _followed(result, followed):
-    """Paths crd_release_follow removed from each live CRD (after release N, then N+1), in order."""
-    for record in followed or []:
-        entry = result.by_name.get(record.get("name"))
-        if entry is not None and record.get("removed"):
-            entry["crd_fields_removed"] = list(entry.get("crd_fields_removed") or []) + [
-                r.get("path") if isinstance(r, dict) else r for r in record["removed"]]
+    """Fields crd_release_follow removed from each live CRD (after release N, then N+1), in order, each with the
+    releases that declared and no longer declared it, its owners and what other tools wrote inside it."""
+    for name, removed in removals_by_crd(followed or []).items():
+        if name in result.by_name:
+            result.by_name[name]["crd_fields_removed"] = removed
 
 
 def crd_upgrade_result_crds(plan, migrated=(), verified=(), trimmed=(), etcd=(), upgraded=(), read_back=None,

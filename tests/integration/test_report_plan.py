@@ -14,6 +14,7 @@ import json
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,10 @@ def _inventory(tmp: Path, cluster, dirty, clean) -> Path:
     release_n, release_next = tmp / "release-n", tmp / "release-next"
     release_n.mkdir()
     release_next.mkdir()
-    (release_n / "crd.yaml").write_text(yaml.safe_dump(crd_at(dirty, "v1beta1")))
+    # release N declares a short name that release N+1 drops; the live CRD has it from the installed release
+    n = crd_at(dirty, "v1beta1")
+    n["spec"]["names"]["shortNames"] = [short_name(dirty)]
+    (release_n / "crd.yaml").write_text(yaml.safe_dump(n))
     (release_next / "crd.yaml").write_text(yaml.safe_dump(crd_at(dirty, "v1beta1", served=("v1beta1",))))
     base = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
             "crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0],
@@ -51,6 +55,21 @@ def _inventory(tmp: Path, cluster, dirty, clean) -> Path:
     path = tmp / "inventory.yml"
     path.write_text(yaml.safe_dump({"all": {"children": {"clusters": {"hosts": hosts}}}}))
     return path
+
+
+def short_name(seeded) -> str:
+    return f"w{seeded.group.split('.')[0]}"
+
+
+def _names_accepted(kube, seeded) -> dict:
+    """The CRD once the apiserver's naming controller accepted the short name (its status write comes after)."""
+    deadline = time.monotonic() + 30
+    while True:
+        crd = kube.get_crd(seeded.crd_name)
+        if short_name(seeded) in ((crd.get("status") or {}).get("acceptedNames") or {}).get("shortNames", []):
+            return crd
+        assert time.monotonic() < deadline, crd.get("status")
+        time.sleep(0.1)
 
 
 def _play(inventory: Path, playbook: str, cwd: Path, *extra: str):
@@ -68,7 +87,10 @@ def fleet(cluster, kube, tmp_path_factory):
     dirty = seed_old_objects(kube, group, OBJECTS, flip=False)
     clean = seed_old_objects(kube, group, 2, plural="gadgets", kind="Gadget", flip=False)
     inventory = _inventory(tmp, cluster, dirty, clean)
-    runs = {}
+    # the installed release's short name, set by the tool that installed it (a co-owner the role's apply keeps)
+    kube.request("PATCH", kube.crd_path(dirty.crd_name), {"spec": {"names": {"shortNames": [short_name(dirty)]}}},
+                 "application/merge-patch+json", query={"fieldManager": "kubectl-create"})
+    runs = {"crd_before_audit": _names_accepted(kube, dirty)}
     # run folders of earlier runs, and the user's own entries that crd_upgrade_report_keep must never touch
     root = tmp / "crdops-report"
     for name in OLD_RUNS + FOREIGN:
@@ -80,6 +102,7 @@ def fleet(cluster, kube, tmp_path_factory):
     runs["after_audit"] = sorted(p.name for p in root.iterdir())
     runs["audit_folder"] = (tmp / "crdops-report" / "latest").resolve()
     runs["audit_files"] = {p.name: p.read_bytes() for p in runs["audit_folder"].iterdir()}
+    runs["crd_after_audit"] = kube.get_crd(dirty.crd_name)
     # 2. a run whose role input fails its check, before any cluster did anything; one whose waves are not valid
     # (ansible-core stops the play before its first task)
     runs["invalid"] = _play(inventory, "fleet_upgrade.yml", tmp, "-e", "crd_upgrade_workers=many",
@@ -130,6 +153,21 @@ def test_check_mode_report_is_a_plan_to_approve(fleet):
     assert "| clean | nothing to do | nothing to do |" in md
     # the console: the plan per cluster up front, and nothing was written (etcd unchanged)
     assert f"PLAN dirty: 1 CRD(s) change ({dirty.crd_name}), {OBJECTS} objects to re-store" in proc.stdout
+    # following release N+1 would remove the short name release N declares and N+1 does not: in the plan (console,
+    # JSON, Markdown, HTML), read from the live CRD and a dry-run; the CRD is as it was, nothing was written
+    words = "spec.names.shortNames (declared by release N, not by release N+1; owned by kubectl-create (Update))"
+    assert plan["removes_fields"] == [{"path": "spec.names.shortNames", "declared_by": "release N",
+                                       "not_declared_by": "release N+1", "owners": ["kubectl-create (Update)"],
+                                       "injected": [], "words": words}], plan
+    assert plan["steps"][-1] == f"would remove {words}" and crd["crd_fields_removed"] == []
+    assert re.search(rf"  {re.escape(dirty.crd_name)}: storage v1alpha1 -> v1beta1; [^\n]*; would remove "
+                     rf"{re.escape(words)}", proc.stdout), proc.stdout[-6000:]
+    assert f"- {dirty.crd_name}: would remove {words}\n" in md
+    html = (fleet["audit_folder"] / "fleet-report.html").read_text()
+    assert f"<li>{dirty.crd_name}: would remove {words}</li>" in html
+    before, after = fleet["crd_before_audit"], fleet["crd_after_audit"]
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert after["spec"] == before["spec"] and after["spec"]["names"]["shortNames"] == [short_name(dirty)]
     assert "PLAN clean: nothing to do" in proc.stdout
 
 
@@ -184,9 +222,19 @@ def test_upgrade_report_and_console_say_what_was_done(fleet):
     assert broken["next_step"]["step"].startswith("check this host's kubeconfig"), broken
     # the end of each cluster on the console: one line per CRD that changed
     assert (f"{dirty.crd_name}: storage v1alpha1 -> v1beta1; re-stored {OBJECTS} of {OBJECTS} (unchanged 0, gone 0, "
-            f"failed 0); storedVersions v1alpha1 -> v1beta1; removed v1alpha1; etcd {OBJECTS} of {OBJECTS} keys at "
+            f"failed 0); storedVersions v1alpha1 -> v1beta1; removed v1alpha1; fields removed from the CRD: "
+            f"spec.names.shortNames; etcd {OBJECTS} of {OBJECTS} keys at "
             f"{dirty.new()}") in proc.stdout, proc.stdout[-4000:]
     assert "clean: ok - 0 CRD(s) changed" in proc.stdout
+    # the field following release N+1 removed from the live CRD (the role's apply left it: kubectl-create co-owned
+    # it), per cluster and CRD in every format of the report's details
+    words = "spec.names.shortNames (declared by release N, not by release N+1; owned by kubectl-create (Update))"
+    assert crd["crd_fields_removed"] == [{"path": "spec.names.shortNames", "declared_by": "release N",
+                                          "not_declared_by": "release N+1", "owners": ["kubectl-create (Update)"],
+                                          "injected": [], "words": words}], crd["crd_fields_removed"]
+    assert f"- {dirty.crd_name}: removed {words}\n" in (fleet["upgrade_folder"] / "fleet-report.md").read_text()
+    assert f"<li>{dirty.crd_name}: removed {words}</li>" in (fleet["upgrade_folder"] / "fleet-report.html").read_text()
+    assert "shortNames" not in fleet["kube"].get_crd(dirty.crd_name)["spec"]["names"]
 
 
 def _first_screen(html: Path) -> dict:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from .follow_report import removal, removal_words
 from .run_plan import NOTHING
 
 TROUBLESHOOTING = "docs/troubleshooting.md"
@@ -129,7 +130,7 @@ def cluster_line(c: Dict[str, Any]) -> str:
 
 def crd_changed(d: Dict[str, Any]) -> bool:
     """Did the run change this CRD (stored objects, storedVersions or its versions)?"""
-    return bool(d.get("rewritten") or d.get("trimmed") or d.get("upgraded") or d.get("new")
+    return bool(d.get("rewritten") or d.get("trimmed") or d.get("upgraded") or d.get("new") or d.get("crd_fields_removed")
                 or (d.get("stored_after") is not None and d.get("stored_after") != d.get("stored_before"))
                 or (d.get("storage_before") and d.get("storage_version") != d.get("storage_before")))
 
@@ -147,6 +148,9 @@ def crd_line(d: Dict[str, Any]) -> str:
         parts.append("storedVersions %s -> %s" % (before, after))
     if d.get("upgraded") and d.get("removed_versions"):
         parts.append("removed %s" % ",".join(d["removed_versions"]))
+    if d.get("crd_fields_removed"):
+        parts.append("fields removed from the CRD: %s" % ", ".join(
+            str(f.get("path") if isinstance(f, dict) else f) for f in d["crd_fields_removed"]))
     etcd = d.get("etcd") or {}
     if etcd:
         parts.append("etcd %s of %s keys at %s" % (etcd.get("at_want"), etcd.get("key_count"), etcd.get("want")))
@@ -161,10 +165,20 @@ _CRD_KEYS = ("new", "stored_before", "stored_after", "storage_before", "storage_
 _CLUSTER_KEYS = ("status", "failed_phase", "error", "duration_s", "crds", "totals")
 
 
+def _worded(fields: Any) -> List[Dict[str, Any]]:
+    """Fields removed (or to remove) from a live CRD, each with its ``words``; a bare path (the report of an
+    older release) becomes an entry with that path."""
+    return [dict(entry, words=removal_words(entry)) for entry in (removal(f) for f in fields or [])]
+
+
 def _complete(c: Dict[str, Any]) -> Dict[str, Any]:
     out: Dict[str, Any] = dict((k, None) for k in _CLUSTER_KEYS)
     out.update(c)
     out["crds"] = [dict(dict((k, None) for k in _CRD_KEYS), **d) for d in out["crds"] or []]
+    for d in out["crds"]:
+        d["crd_fields_removed"] = _worded(d["crd_fields_removed"])
+        if d.get("plan") and d["plan"].get("removes_fields"):
+            d["plan"] = dict(d["plan"], removes_fields=_worded(d["plan"]["removes_fields"]))
     out["totals"] = out["totals"] or {}
     return out
 

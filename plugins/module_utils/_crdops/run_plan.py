@@ -7,7 +7,8 @@
 
 From the CRD as discovered (crd_storage_info), the storage version release N sets, the role's switches and
 the preflight's dry-run sample: the storage flip, the objects to re-store, ``status.storedVersions`` after the
-trim, the versions release N+1 removes and which of them are blocked (and why), and an estimated duration
+trim, the versions release N+1 removes and which of them are blocked (and why), the fields following the releases would
+remove from the live CRD (check mode), and an estimated duration
 (the pace of the last pass recorded on the CRD, else the dry-run sample's latency per write).
 """
 
@@ -16,6 +17,8 @@ from __future__ import annotations
 import calendar
 import time
 from typing import Any, Dict, List, Optional, Tuple
+
+from .follow_report import plan_step
 
 NOTHING = "nothing to do"
 
@@ -86,6 +89,8 @@ def _steps(plan: Dict[str, Any], new: bool) -> List[str]:
         steps.append("storedVersions %s -> %s" % (",".join(plan["stored_now"]), ",".join(plan["stored_after"])))
     if plan["removes"]:
         steps.append("release N+1 removes %s" % ",".join(plan["removes"]))
+    if plan["removes_fields"]:
+        steps.append(plan_step(plan["removes_fields"]))
     return steps
 
 
@@ -111,7 +116,9 @@ def plan_of(entry: Dict[str, Any], record: Dict[str, Any], switches: Dict[str, A
         "stored_now": stored_now, "stored_after": stored_after,
         "removes": list(entry.get("removed_versions") or []) if entry.get("target_found") else [],
         "blocked": _blocked(entry, needs and migrate and trim),
-        "estimate_s": seconds, "estimate_basis": basis}
+        "estimate_s": seconds, "estimate_basis": basis,
+        # what following the releases would remove from the live CRD (check mode reads it: follow_report.py)
+        "removes_fields": list(entry.get("follow_removals") or [])}
     plan["steps"] = _steps(plan, bool(entry.get("new")))
     plan["action"] = "; ".join(plan["steps"]) or NOTHING
     return plan

@@ -154,14 +154,56 @@ def test_check_mode_result_is_the_plan_and_claims_nothing_done():
     assert a["plan"]["to_restore"] == 200
 
 
+def _follow(name, removed, declared_by, not_declared_by):
+    """A crd_release_follow ``crds`` entry as follow_release.yml records it."""
+    return {"name": name, "dropped_by_release": [r["path"] for r in removed], "changed": bool(removed),
+            "removed": [dict({"pointer": "/" + r["path"].replace(".", "/"), "owners": [], "injected": []}, **r)
+                        for r in removed], "declared_by": declared_by, "not_declared_by": not_declared_by}
+
+
 def test_fields_the_release_follow_removed_are_listed_per_crd():
     plan = crd_upgrade_plan([live("a.io", ["v1"], "v1")], ["a.io"], {"a.io": "v2"})
-    followed = [{"name": "a.io", "removed": [{"path": "spec.conversion"}]}, {"name": "b.io", "removed": ["x"]},
-                {"name": "a.io", "removed": [{"path": "spec.versions[v1].deprecated"}]}, {"name": "a.io", "removed": []}]
+    followed = [_follow("a.io", [{"path": "spec.conversion", "owners": ["kubectl-create (Update)"]}],
+                        "the installed release", "release N"),
+                _follow("b.io", [{"path": "x"}], "the installed release", "release N"),
+                _follow("a.io", [{"path": "spec.versions[v1].deprecated"}], "release N", "release N+1"),
+                _follow("a.io", [], "release N", "release N+1")]
     (a,) = crd_upgrade_result_crds(plan, followed=followed)
-    assert a["crd_fields_removed"] == ["spec.conversion", "spec.versions[v1].deprecated"]
+    assert a["crd_fields_removed"] == [
+        {"path": "spec.conversion", "declared_by": "the installed release", "not_declared_by": "release N",
+         "owners": ["kubectl-create (Update)"], "injected": []},
+        {"path": "spec.versions[v1].deprecated", "declared_by": "release N", "not_declared_by": "release N+1",
+         "owners": [], "injected": []}]
     (a,) = crd_upgrade_result_crds(plan)
     assert "crd_fields_removed" not in a
+    # a check-mode run removed nothing: what it would remove is in the plan, not here
+    (a,) = crd_upgrade_result_crds(plan, followed=followed, check_mode=True)
+    assert "crd_fields_removed" not in a
+
+
+def test_check_mode_plan_says_what_following_the_releases_would_remove():
+    preview = [_follow("a.io", [{"path": "spec.conversion", "owners": ["cainjector (Update)", "kubectl-create (Update)"],
+                                 "injected": ["spec.conversion.webhook.clientConfig.caBundle"]}],
+                       "release N", "release N+1"),
+               _follow("c.io", [{"path": "spec.names.shortNames"}], "release N", "release N+1")]
+    # c.io needs nothing else: the leftover field alone makes it a CRD that changes
+    a, c = crd_upgrade_plan([live("a.io", ["v1"], "v1"), live("c.io", ["v1"], "v1")], ["a.io", "c.io"],
+                            {"a.io": "v2"}, follow=preview)
+    assert a["plan"]["removes_fields"][0]["path"] == "spec.conversion"
+    assert a["plan"]["steps"][-1] == (
+        "would remove spec.conversion (declared by release N, not by release N+1; owned by cainjector (Update), "
+        "kubectl-create (Update); with spec.conversion.webhook.clientConfig.caBundle, which no release declared)")
+    assert c["plan"]["action"] == ("would remove spec.names.shortNames (declared by release N, not by release N+1)")
+    lines = crd_upgrade_plan_line([a, c], "prod-1")
+    assert lines[0].startswith("PLAN prod-1: 2 CRD(s) change (a.io, c.io), 5 objects to re-store")
+    assert lines[2] == "  c.io: would remove spec.names.shortNames (declared by release N, not by release N+1)"
+    # the check-mode result carries the plan as it is
+    (a, c) = crd_upgrade_result_crds([a, c], followed=preview, check_mode=True)
+    assert c["plan"]["removes_fields"] == [{"path": "spec.names.shortNames", "declared_by": "release N",
+                                            "not_declared_by": "release N+1", "owners": [], "injected": []}]
+    # without a preview (a real run plans before anything is applied) the plan has no such step
+    (a,) = crd_upgrade_plan([live("a.io", ["v1"], "v1")], ["a.io"], {})
+    assert a["plan"]["removes_fields"] == [] and a["plan"]["action"] == "nothing to do"
 
 
 def test_filter_names():

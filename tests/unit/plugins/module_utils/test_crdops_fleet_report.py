@@ -84,3 +84,64 @@ def test_clients_seen_writing_at_a_removed_version_block_its_removal_in_the_plan
                                                                "on 12 objects, last 2026-12-01T15:04:05Z"}
     assert "blocked removals: w.x.io v1: a client still uses it" in c["line"]
     assert plan["blocked"] == []   # the cluster's own result is left as it was
+
+
+def _render(template, report):
+    """A report template as the role's `template` task renders it (jinja2 with the Ansible filter it uses)."""
+    import pathlib
+
+    import jinja2
+    folder = pathlib.Path(__file__).resolve().parents[4] / "roles" / "crd_upgrade" / "templates"
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(folder)), trim_blocks=True)
+    env.filters["dict2items"] = lambda d: [{"key": k, "value": v} for k, v in d.items()]
+    return env.get_template(template).render(_crd_upgrade_report=report)
+
+
+CONVERSION = {"path": "spec.conversion", "pointer": "/spec/conversion", "owners": ["kubectl-create (Update)"],
+              "injected": ["spec.conversion.webhook.clientConfig.caBundle"], "declared_by": "release N",
+              "not_declared_by": "release N+1"}
+CONVERSION_WORDS = ("spec.conversion (declared by release N, not by release N+1; owned by kubectl-create (Update); "
+                    "with spec.conversion.webhook.clientConfig.caBundle, which no release declared)")
+
+
+def test_fields_removed_from_the_live_crds_in_every_format_of_the_details():
+    done = result("c1", "ok", crds=[{"name": "certificates.cert-manager.io", "upgraded": True,
+                                     "crd_fields_removed": [CONVERSION]},
+                                    {"name": "issuers.cert-manager.io", "crd_fields_removed": ["spec.conversion"]},
+                                    {"name": "g.x.io"}])
+    report = fleet_report.build([done], {"title": "t", "generated": "g", "run": {"id": "r"}})
+    cert, issuer, g = report["clusters"][0]["crds"]
+    # JSON: each field with its releases, owners, injected fields and the words the other formats print
+    assert cert["crd_fields_removed"] == [{
+        "path": "spec.conversion", "declared_by": "release N", "not_declared_by": "release N+1",
+        "owners": ["kubectl-create (Update)"], "injected": ["spec.conversion.webhook.clientConfig.caBundle"],
+        "words": CONVERSION_WORDS}]
+    assert issuer["crd_fields_removed"][0]["words"] == "spec.conversion"   # a report of an older release: the path
+    assert g["crd_fields_removed"] == []
+    md = _render("report.md.j2", report)
+    assert "Fields removed from the live CRDs (following the releases):" in md
+    assert f"- certificates.cert-manager.io: removed {CONVERSION_WORDS}\n" in md
+    assert "- issuers.cert-manager.io: removed spec.conversion\n" in md and "g.x.io: removed" not in md
+    html = _render("report.html.j2", report)
+    assert "<li>certificates.cert-manager.io: removed spec.conversion (declared by release N, not by release N+1; " \
+           "owned by kubectl-create (Update); with spec.conversion.webhook.clientConfig.caBundle, which no release " \
+           "declared)</li>" in html
+    assert html.count("<li>") == 2 and html.count('<ul class="fields">') == 1 and html.count("</ul>") == 1
+    # the console's end line of the cluster names them too; a CRD whose only change is a removed field changed
+    assert crd_upgrade_result_lines(done)[1] == "  certificates.cert-manager.io: fields removed from the CRD: spec.conversion"
+    assert fleet_report.crd_changed({"name": "x", "crd_fields_removed": [CONVERSION]})
+
+
+def test_a_plan_lists_the_fields_following_the_releases_would_remove():
+    plan = {"steps": ["would remove " + CONVERSION_WORDS], "action": "would remove " + CONVERSION_WORDS,
+            "blocked": [], "to_restore": 0, "estimate_s": 0.0, "removes_fields": [CONVERSION]}
+    planned = result("c1", "planned", check_mode=True, crds=[{"name": "certificates.cert-manager.io", "plan": plan}])
+    report = fleet_report.build([planned], {"title": "t", "generated": "g", "run": {"id": "r"}})
+    (crd,) = report["clusters"][0]["crds"]
+    assert crd["plan"]["removes_fields"][0]["words"] == CONVERSION_WORDS and crd["crd_fields_removed"] == []
+    assert report["clusters"][0]["line"].startswith("1 CRD(s) change (certificates.cert-manager.io)")
+    md = _render("report.md.j2", report)
+    assert "Fields following the releases would remove from the live CRDs:" in md
+    assert f"- certificates.cert-manager.io: would remove {CONVERSION_WORDS}\n" in md
+    html = _render("report.html.j2", report)
+    assert f"<li>certificates.cert-manager.io: would remove {CONVERSION_WORDS}</li>" in html
