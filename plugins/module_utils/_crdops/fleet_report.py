@@ -123,6 +123,8 @@ def cluster_line(c: Dict[str, Any]) -> str:
         return "phase %s: %s" % (c.get("failed_phase"), c.get("cause"))
     if status == "not run":
         return "waiting: its wave never started, or the run stopped first"
+    if c.get("nothing_to_do"):  # a cluster already done: one check, every phase skipped
+        return "nothing to do: %s" % c["nothing_to_do"]
     if status == "planned":
         return plan_line(c["plan"])
     return _done_line(c)
@@ -162,7 +164,7 @@ _CRD_KEYS = ("new", "stored_before", "stored_after", "storage_before", "storage_
              "rewritten", "unchanged", "gone", "failed", "duration_s", "skipped", "first_failure", "trimmed", "etcd",
              "upgraded", "removed_versions", "proof", "managed_fields", "storage_diff", "client_check", "plan",
              "writers", "crd_fields_removed")
-_CLUSTER_KEYS = ("status", "failed_phase", "error", "duration_s", "crds", "totals")
+_CLUSTER_KEYS = ("status", "failed_phase", "error", "duration_s", "crds", "totals", "nothing_to_do")
 
 
 def _worded(fields: Any) -> List[Dict[str, Any]]:
