@@ -8,7 +8,8 @@ storage version flipped to v1beta1 long before the runs. Runs, one after another
   baseline  the same inventory and playbook shape with one `debug` task: ansible-playbook's own start-up, what
             every run pays once whatever the number of clusters (a fleet spreads it over its hosts)
   first     the role crd_upgrade (release N, release N+1): re-store, verify, trim, apply N+1
-  rerun     the same again, --reps times: every CRD recorded and at release N+1, nothing to do
+  rerun     the same again, --reps times: every CRD recorded and at release N+1, nothing to do; interleaved with
+            the same rerun with crd_upgrade_skip_when_done false (every phase runs, as before the check existed)
 Each run: wall and controller CPU-seconds (user + sys of ansible-playbook and every process below it,
 crdops_bench.fleet_measure.Meter), the same minus the baseline (what the cluster itself costs), tasks run and
 skipped, the tasks that cost most and the role's phases (seconds, from the benchmark's task-timing callback).
@@ -99,18 +100,20 @@ def run(args) -> dict:
         etcd_ok, counts = data.verify(world.servers[0].etcd_url, hosts[0].group, args.objects)
         result["checks"]["first run ok"] = result["runs"]["first"]["rc"] == 0
         result["checks"][f"every etcd key at v1beta1 ({counts})"] = bool(etcd_ok)
-        reruns = []
-        for rep in range(args.reps):
-            before = data.revision(world.servers[0].etcd_url)
-            row = run_once(ctx, f"rerun-{rep + 1}", role_play, inv, base, extra)
-            # writes of the whole cluster during the rerun (pass Leases, records, events): reported, not judged
-            row["etcd_revisions_written"] = data.revision(world.servers[0].etcd_url) - before
-            result["checks"][f"rerun {rep + 1} ok"] = row["rc"] == 0
-            reruns.append(row)
+        reruns: dict[str, list[dict]] = {"rerun_every_phase": [], "rerun": []}
+        for rep in range(args.reps):  # interleaved: both kinds see the same load
+            for kind, skip in (("rerun_every_phase", False), ("rerun", True)):
+                before = data.revision(world.servers[0].etcd_url)
+                row = run_once(ctx, f"{kind}-{rep + 1}", role_play, inv, base,
+                               dict(extra, crd_upgrade_skip_when_done=skip))
+                # writes of the whole cluster during the rerun (pass Leases, records, events): reported, not judged
+                row["etcd_revisions_written"] = data.revision(world.servers[0].etcd_url) - before
+                result["checks"][f"{kind} {rep + 1} ok"] = row["rc"] == 0
+                reruns[kind].append(row)
         etcd_ok, counts = data.verify(world.servers[0].etcd_url, hosts[0].group, args.objects)
         result["checks"][f"after the reruns, every etcd key still at v1beta1 ({counts})"] = bool(etcd_ok)
-        result["runs"]["rerun"] = reruns
-        result["rerun_median"] = median_row(reruns)
+        result["runs"].update(reruns)
+        result["medians"] = {kind: median_row(rows) for kind, rows in reruns.items()}
     finally:
         world.stop()
     result["load_average_end"] = fleet_measure.load_average()

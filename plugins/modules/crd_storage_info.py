@@ -74,9 +74,10 @@ options:
     version_added: 1.1.0
   nothing_to_do:
     description:
-      - Also decide whether the role C(crd_upgrade) has nothing to do on this cluster (RV(nothing_to_do)), so a rerun
-        on a cluster that is done can skip every phase. Read-only; needs O(names).
-      - Nothing to do means, for every selected CRD - C(status.storedVersions) is the storage version alone, a
+      - CRD names (those a run of the role C(crd_upgrade) selects) - also decide whether the role has nothing to do for
+        them on this cluster (RV(nothing_to_do)), so a rerun on a cluster that is done can skip every phase. Read-only.
+        Independent of which CRDs are reported in RV(crds) (V(all) included). Empty - not decided.
+      - Nothing to do means, for every CRD named - it exists, C(status.storedVersions) is the storage version alone, a
         migration record at that storage version with a proof and no failure (stale only by generation, which
         applying release N+1 bumps), no resume checkpoint; every object lists at the storage version and no
         C(managedFields) entry names a version the CRD does not serve (kubernetes#111937). And for the releases -
@@ -84,9 +85,11 @@ options:
         apiserver answers its forced server-side apply as O(field_manager), sent with C(dryRun=All), with the live
         CRD unchanged; nothing O(release_manifests) (else O(installed_manifests)) declared and O(target_manifests)
         does not is left on the live CRD.
-      - Anything else, an error while checking included, is listed in RV(nothing_to_do.blockers).
-    type: bool
-    default: false
+      - Anything else, an error while checking included, is listed in RV(nothing_to_do.blockers). The objects are
+        listed only when nothing else is left; their count is then RV(crds[].object_count) of those CRDs.
+    type: list
+    elements: str
+    default: []
     version_added: 1.2.0
   release_manifests:
     description:
@@ -326,7 +329,7 @@ OPTIONS = dict(
     count_objects=dict(type="bool", default=True),
     managed_fields_sample=dict(type="int", default=0),
     diff_sample=dict(type="int", default=20),
-    nothing_to_do=dict(type="bool", default=False),
+    nothing_to_do=dict(type="list", elements="str", default=[]),
     release_manifests=dict(type="list", elements="raw", default=[]),
     installed_manifests=dict(type="list", elements="raw", default=[]),
     field_manager=dict(type="str", default="crdops-migration"),
@@ -351,8 +354,6 @@ class Info(Job):
         self.result["check_mode"] = self.check_mode
         self.releases = None
         if p["nothing_to_do"]:
-            if not p["names"]:
-                raise BadInputError("nothing_to_do needs names: the CRDs the run selects")
             if p["page_size"] < 1:
                 raise BadInputError("page_size must be 1 or more, not %d" % p["page_size"])
             self.releases = Releases(
@@ -371,8 +372,13 @@ class Info(Job):
             out["storage_diff"] = storage_diff_of(transport, sampler, crd, p["etcd_prefix"], o.diff_sample)
             self.result["crds"].append(out)
         if self.releases is not None:
-            self.result["nothing_to_do"] = decide(transport, crds, self.releases, p["page_size"],
-                                                  selected=p["names"]).to_dict()
+            names = p["nothing_to_do"]
+            verdict = decide(transport, [c for c in crds if c.name in names], self.releases, p["page_size"],
+                             selected=names)
+            for out in self.result["crds"]:  # the listing counted them: no LIST limit=1 more
+                if out["object_count"] is None and out["name"] in verdict.objects:
+                    out["object_count"] = verdict.objects[out["name"]]
+            self.result["nothing_to_do"] = verdict.to_dict()
 
 
 def main():

@@ -55,6 +55,7 @@ class Verdict:
     blockers: List[str] = field(default_factory=list)
     why: List[str] = field(default_factory=list)
     objects_listed: int = 0
+    objects: Dict[str, int] = field(default_factory=dict)  # per CRD, when its objects were listed
 
     @property
     def summary(self) -> str:
@@ -170,7 +171,7 @@ def _guarded(verdict: Verdict, what: str, step: Callable[[], None]) -> None:
     """Run one step of the check; an error is a reason to take the normal path (which reports it properly)."""
     try:
         step()
-    except CrdOpsError as exc:
+    except (CrdOpsError, ValueError, KeyError, TypeError) as exc:  # TypeError, KeyError: a malformed manifest
         verdict.blockers.append("could not check %s: %s" % (what, exc))
 
 
@@ -199,6 +200,7 @@ def object_checks(transport: Transport, crd: Crd, page_size: int, verdict: Verdi
     def step() -> None:
         listed, entries = unserved_entries(transport, crd, page_size)
         verdict.objects_listed += listed
+        verdict.objects[crd.name] = listed
         if entries:
             versions = sorted(set(str(e["apiVersion"]) for e in entries))
             verdict.blockers.append("%s: %d managedFields entries at versions it does not serve (%s)"

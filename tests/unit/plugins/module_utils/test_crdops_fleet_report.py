@@ -183,3 +183,14 @@ def test_a_plan_lists_the_fields_following_the_releases_would_remove():
     assert f"- certificates.cert-manager.io: would remove {CONVERSION_WORDS}\n" in md
     html = _render("report.html.j2", report)
     assert f"<li>certificates.cert-manager.io: would remove {CONVERSION_WORDS}</li>" in html
+
+
+def test_a_cluster_with_nothing_to_do_says_so_and_what_was_checked():
+    why = "1 CRD(s) at their storage version alone with a proven record, release N+1 in effect, 5 objects read"
+    crd = {"name": "w.example.com", "objects": 5, "rewritten": None, "stored_before": ["v1beta1"],
+           "stored_after": ["v1beta1"]}
+    done = {"cluster": "c1", "status": "ok", "nothing_to_do": why, "crds": [crd], "duration_s": 1.0}
+    assert crd_upgrade_result_lines(done) == ["c1: ok - nothing to do: " + why]
+    assert fleet_report.build([done], {})["clusters"][0]["line"] == "nothing to do: " + why
+    # a cluster that had something to do keeps its usual line
+    assert "nothing to do" not in crd_upgrade_result_lines(dict(done, nothing_to_do=None))[0]
