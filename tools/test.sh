@@ -63,6 +63,10 @@ integration_in_two_processes() {
 # tree is a write outside temp dirs too), must be the same after it. Python's bytecode caches excepted.
 tree_status() { git status --porcelain --untracked-files=all --ignored 2>/dev/null | grep -v -e '__pycache__/' -e '\.pytest_cache/'; }
 before="$(tree_status)"
+# ansible-core's own files go under $ANSIBLE_HOME (tools/env.sh), never the user's ~/.ansible: a test that drops
+# ANSIBLE_HOME from a child's environment leaves ansible-local-* folders there
+home_ansible() { find "$HOME/.ansible" -mindepth 1 -maxdepth 2 2>/dev/null | sort; }
+home_before="$(home_ansible)"
 
 if [[ $mode == oldest ]]; then
   run unit logged python -m pytest tests/unit -p no:cacheprovider -q -rfE
@@ -82,6 +86,12 @@ if [[ "$after" != "$before" ]]; then
   echo; echo "=== [$CRDOPS_LEG] work tree changed by the tests (they must write only under temp dirs and $CRDOPS_CACHE):"
   diff <(echo "$before") <(echo "$after") | sed -n 's/^> /  /p'
   failed+=("clean-tree")
+fi
+home_new="$(comm -13 <(echo "$home_before") <(home_ansible))"
+if [[ -n "$home_new" ]]; then
+  echo; echo "=== [$CRDOPS_LEG] the tests wrote under ~/.ansible (ansible-core's files belong under \$ANSIBLE_HOME):"
+  echo "$home_new" | sed 's/^/  /'
+  failed+=("home-ansible")
 fi
 
 echo; echo "[$CRDOPS_LEG] parts: ${timings[*]/%/;}"

@@ -81,6 +81,8 @@ def healthy_row(row: dict, h: Host, objects: int, check_mode: bool, rewritten: i
     crd = crds[0]
     if check_mode:
         return row.get("status") == "planned" and crd.get("objects") == objects
+    if rewritten == 0 and row.get("nothing_to_do"):  # a rerun on a done cluster: one check, no phase (etcd: check_etcd)
+        return row.get("status") == "ok" and crd.get("objects") == objects and not crd.get("rewritten")
     etcd = crd.get("etcd") or {}
     done = rewritten == 0 or (crd.get("trimmed") is True and crd.get("upgraded") is True)
     return (row.get("status") == "ok" and (crd.get("rewritten") or 0) == rewritten and not crd.get("failed")

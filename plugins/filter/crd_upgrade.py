@@ -131,12 +131,8 @@ def crd_upgrade_managed_fields_managers(passes):
 
 
 class FilterModule:
+    """Registers nothing: these are steps of the crd_upgrade role, reached through its one filter
+    crdops.migration.crd_upgrade_step (role_step.py), so that they are not an API of their own."""
+
     def filters(self):
-        return {
-            "crd_upgrade_refusals": crd_upgrade_refusals,
-            "crd_upgrade_leftovers": crd_upgrade_leftovers,
-            "crd_upgrade_doubts": crd_upgrade_doubts,
-            "crd_upgrade_client_summary": crd_upgrade_client_summary,
-            "crd_upgrade_client_records": crd_upgrade_client_records,
-            "crd_upgrade_managed_fields_managers": crd_upgrade_managed_fields_managers,
-        }
+        return {}

@@ -2,9 +2,10 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Fleet-level data shaping: wave settings as AWX surveys send them, report summary and slice merge.
-
-Documented in the sidecar .yml files of the same names.
+"""Fleet-level data shaping: wave settings as AWX surveys send them (filters a playbook calls, documented in the
+sidecar .yml files of the same names), and the fleet report's steps of the crd_upgrade role (time stamps, the
+report, its slice merge, the console's result lines, old run folders), which role_step.py registers as steps of
+crd_upgrade_step so that they are not an API of their own.
 """
 
 from __future__ import annotations
@@ -81,11 +82,6 @@ def crd_upgrade_iso_utc(epoch):
     return moment.replace(microsecond=0).isoformat()
 
 
-def crd_upgrade_fleet_summary(clusters):
-    """Counts over the per-cluster results of a fleet report."""
-    return fleet_report.summarize([fleet_report.enrich(c) for c in clusters or []])
-
-
 def _rank(cluster):
     # a host listed by two slices: its real result beats "not run"
     return 0 if cluster.get("status") == "not run" else 1
@@ -99,7 +95,7 @@ def crd_upgrade_report_merge(reports, title=None, generated=None, run=None):
         newest[str(report.get("slice") or "") or index] = report
     reports = list(newest.values())
     if not reports:
-        raise AnsibleFilterError("crd_upgrade_report_merge: no slice report to merge")
+        raise AnsibleFilterError("report_merge: no slice report to merge")
     by_name = {}
     for report in reports:
         for cluster in report.get("clusters") or []:
@@ -116,7 +112,7 @@ def crd_upgrade_report_merge(reports, title=None, generated=None, run=None):
 
 
 def crd_upgrade_fleet_report(clusters, title, generated, slice="", run=None):
-    """The fleet report from per-cluster results (crd_upgrade_report_clusters): summary, headline, failures first
+    """The fleet report from per-cluster results (step report_clusters): summary, headline, failures first
     with phase, cause and next step, one line per cluster, then each cluster's details (docs/report.md)."""
     return fleet_report.build(list(clusters or []), {"title": title, "generated": generated, "slice": str(slice or ""),
                                                      "check_mode": False, "run": run or {}})
@@ -151,10 +147,4 @@ class FilterModule:
         return {
             "crd_upgrade_waves": crd_upgrade_waves,
             "crd_upgrade_percent": crd_upgrade_percent,
-            "crd_upgrade_iso_utc": crd_upgrade_iso_utc,
-            "crd_upgrade_fleet_summary": crd_upgrade_fleet_summary,
-            "crd_upgrade_report_merge": crd_upgrade_report_merge,
-            "crd_upgrade_fleet_report": crd_upgrade_fleet_report,
-            "crd_upgrade_result_lines": crd_upgrade_result_lines,
-            "crd_upgrade_report_prune": crd_upgrade_report_prune,
         }

@@ -136,5 +136,8 @@ def crd_upgrade_inputs(variables: Iterable[str], release: Any = (), target: Any 
 
 
 class FilterModule:
+    """Registers nothing: these are steps of the crd_upgrade role, reached through its one filter
+    crdops.migration.crd_upgrade_step (role_step.py), so that they are not an API of their own."""
+
     def filters(self):
-        return {"crd_upgrade_inputs": crd_upgrade_inputs}
+        return {}

@@ -78,6 +78,8 @@ def storage_diff_pruning_message(pruning: List[Dict[str, Any]], cluster: str) ->
 
 
 class FilterModule:
+    """Registers nothing: these are steps of the crd_upgrade role, reached through its one filter
+    crdops.migration.crd_upgrade_step (role_step.py), so that they are not an API of their own."""
+
     def filters(self):
-        return {"storage_diff_pruning": storage_diff_pruning, "storage_diff_lines": storage_diff_lines,
-                "storage_diff_pruning_message": storage_diff_pruning_message}
+        return {}

@@ -72,6 +72,52 @@ options:
     type: int
     default: 20
     version_added: 1.1.0
+  nothing_to_do:
+    description:
+      - CRD names (those a run of the role C(crd_upgrade) selects) - also decide whether the role has nothing to do for
+        them on this cluster (RV(nothing_to_do)), so a rerun on a cluster that is done can skip every phase. Read-only.
+        Independent of which CRDs are reported in RV(crds) (V(all) included). Empty - not decided.
+      - Nothing to do means, for every CRD named - it exists, C(status.storedVersions) is the storage version alone, a
+        migration record at that storage version with a proof and no failure (stale only by generation, which
+        applying release N+1 bumps), no resume checkpoint; every object lists at the storage version and no
+        C(managedFields) entry names a version the CRD does not serve (kubernetes#111937). And for the releases -
+        every CRD of O(release_manifests) is in O(target_manifests); each O(target_manifests) CRD exists and the
+        apiserver answers its forced server-side apply as O(field_manager), sent with C(dryRun=All), with the live
+        CRD unchanged; nothing O(release_manifests) (else O(installed_manifests)) declared and O(target_manifests)
+        does not is left on the live CRD.
+      - Anything else, an error while checking included, is listed in RV(nothing_to_do.blockers). The objects are
+        listed only when nothing else is left; their count is then RV(crds[].object_count) of those CRDs.
+    type: list
+    elements: str
+    default: []
+    version_added: 1.2.0
+  release_manifests:
+    description:
+      - With O(nothing_to_do), the CRD manifests of release N (the storage flip), like O(target_manifests).
+    type: list
+    elements: raw
+    default: []
+    version_added: 1.2.0
+  installed_manifests:
+    description:
+      - With O(nothing_to_do) and no O(release_manifests), the CRD manifests of the release installed before
+        O(target_manifests), like O(target_manifests).
+    type: list
+    elements: raw
+    default: []
+    version_added: 1.2.0
+  field_manager:
+    description:
+      - With O(nothing_to_do), the field manager that applies O(target_manifests) (the role's C(crd_upgrade_field_manager)).
+    type: str
+    default: crdops-migration
+    version_added: 1.2.0
+  page_size:
+    description:
+      - With O(nothing_to_do), objects per C(LIST) page when every object's metadata is read.
+    type: int
+    default: 500
+    version_added: 1.2.0
 seealso:
   - module: kubernetes.core.k8s_info
   - module: crdops.migration.crd_storage_migrate
@@ -214,6 +260,26 @@ crds:
       type: list
       elements: dict
       returned: when O(managed_fields_sample) > 0
+nothing_to_do:
+  version_added: 1.2.0
+  description: With O(nothing_to_do), the verdict (null without it).
+  returned: always
+  type: dict
+  sample: {nothing_to_do: false, objects_listed: 0, why: [],
+           blockers: ["widgets.example.com: status.storedVersions is ['v1alpha1', 'v1beta1'], not [v1beta1]"]}
+  contains:
+    nothing_to_do: {description: Every check passed; no blocker., type: bool, returned: always}
+    blockers: {description: Each reason the role has something to do (or could not be sure)., type: list, elements: str, returned: always}
+    why: {description: "What was checked, per CRD, when there is nothing to do.", type: list, elements: str, returned: always}
+    objects_listed: {description: Objects whose metadata was read., type: int, returned: always}
+    summary: {description: "One line - why there is nothing to do, or the first blockers.", type: str, returned: always}
+check_mode:
+  version_added: 1.2.0
+  description:
+    - The task ran in check mode (C(--check) or the task or play keyword C(check_mode), which C(ansible_check_mode)
+      does not show).
+  returned: always
+  type: bool
 cluster:
   description: Secret-free name of the cluster (context, host or kubeconfig).
   returned: always
@@ -252,7 +318,9 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue impo
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import EtcdSampler
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.info import InfoOptions, describe_crd
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests import read_manifests
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.plan import targets_of
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.settled import Releases, decide
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.storage_diff import storage_diff_of
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.writers import iso, server_clock
 
@@ -261,12 +329,17 @@ OPTIONS = dict(
     count_objects=dict(type="bool", default=True),
     managed_fields_sample=dict(type="int", default=0),
     diff_sample=dict(type="int", default=20),
+    nothing_to_do=dict(type="list", elements="str", default=[]),
+    release_manifests=dict(type="list", elements="raw", default=[]),
+    installed_manifests=dict(type="list", elements="raw", default=[]),
+    field_manager=dict(type="str", default="crdops-migration"),
+    page_size=dict(type="int", default=500),
     **ETCD_ARG_SPEC
 )
 
 
 class Info(Job):
-    RESULT = dict(crds=[], skipped_documents=[])
+    RESULT = dict(crds=[], skipped_documents=[], nothing_to_do=None)
     WHAT = "crd_storage_info"
 
     def prepare(self):
@@ -278,6 +351,16 @@ class Info(Job):
         manifests = read_manifests(p["target_manifests"], label="target_manifests")
         self.result["skipped_documents"] = [s.as_dict() for s in manifests.skipped]
         self.targets = targets_of(manifests)
+        self.result["check_mode"] = self.check_mode
+        self.releases = None
+        if p["nothing_to_do"]:
+            if p["page_size"] < 1:
+                raise BadInputError("page_size must be 1 or more, not %d" % p["page_size"])
+            self.releases = Releases(
+                release=read_manifests(p["release_manifests"], label="release_manifests").as_dict()["crds"],
+                target=manifests.as_dict()["crds"],
+                installed=read_manifests(p["installed_manifests"], label="installed_manifests").as_dict()["crds"],
+                field_manager=p["field_manager"])
 
     def run(self, transport, crds):
         p, o = self.params, self.options
@@ -288,6 +371,14 @@ class Info(Job):
                                managed_fields_sample=o.managed_fields_sample)
             out["storage_diff"] = storage_diff_of(transport, sampler, crd, p["etcd_prefix"], o.diff_sample)
             self.result["crds"].append(out)
+        if self.releases is not None:
+            names = p["nothing_to_do"]
+            verdict = decide(transport, [c for c in crds if c.name in names], self.releases, p["page_size"],
+                             selected=names)
+            for out in self.result["crds"]:  # the listing counted them: no LIST limit=1 more
+                if out["object_count"] is None and out["name"] in verdict.objects:
+                    out["object_count"] = verdict.objects[out["name"]]
+            self.result["nothing_to_do"] = verdict.to_dict()
 
 
 def main():

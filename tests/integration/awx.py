@@ -82,7 +82,10 @@ def stdout(runner) -> str:
 
 
 def clean_process_env(monkeypatch) -> None:
-    """ansible-runner passes its own environment on; keep the caller's ANSIBLE_* / K8S_AUTH_* out of it."""
+    """ansible-runner passes its own environment on; keep the caller's ANSIBLE_* / K8S_AUTH_* out of it, except
+    where ansible-core keeps its own files (tools/env.sh: under ~/.cache/crdops, never the user's ~/.ansible)."""
     for key in list(os.environ):
+        if key in ("ANSIBLE_HOME", "ANSIBLE_REMOTE_TEMP"):
+            continue
         if key.startswith(("ANSIBLE_", "K8S_AUTH_", "CRDOPS_CONNECT")):
             monkeypatch.delenv(key)

@@ -240,3 +240,36 @@ def test_the_role_at_defaults_drains_then_trims_and_applies_the_next_release(clu
     assert [v["name"] for v in crd["spec"]["versions"]] == ["v1beta1"]
     assert etcd_counts(cluster, s) == {s.new(): COUNT}
     assert len(kube.get(objects_path(group, "v1beta1", s.plural))["items"]) == COUNT
+
+
+def test_the_role_stops_before_the_trim_when_updates_are_held_past_the_drain(cluster, kube, group, webhook, tmp_path):
+    """The role with a drain window shorter than the holds (1 s): updates begun before the role's flip commit
+    old-version bytes during its confirming passes, so the re-store ends without a record; the run fails in that
+    phase, names the CRD and why, and trims nothing: storedVersions and release N's versions stay."""
+    s = seed_with_holds(kube, webhook, group)
+    held = ["obj-000017", "obj-000018", "obj-000019"]
+    gates = gated_by_our_passes(webhook.holds, held, "obj-000000")
+    updates = HeldUpdates(kube, s, gates, "v1beta1", every=8.0)
+    webhook.holds.wait_held(len(held))
+    watcher = on_flip(kube, s, lambda _at: updates.stop())  # only updates begun before the flip stay in flight
+    try:
+        proc = run_role(cluster, tmp_path, s, crd_upgrade_drain_window=1, crd_upgrade_settle_seconds=0,
+                        crd_upgrade_page_size=5, crd_upgrade_workers=2, crd_upgrade_max_qps=20,
+                        crd_upgrade_writers_window=0)
+    finally:
+        watcher.join(timeout=1)
+        updates.finish(webhook.holds)
+        drop_webhook(kube, group)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-6000:]
+    assert webhook.holds.released >= 1, "no held update committed during the run: the test proved nothing"
+    assert "3 confirming passes" in out and s.crd_name in out, out[-6000:]
+    assert record_of(kube, s) is None
+    crd = kube.get_crd(s.crd_name)
+    assert crd["status"]["storedVersions"] == ["v1alpha1", "v1beta1"]
+    assert [v["name"] for v in crd["spec"]["versions"]] == ["v1alpha1", "v1beta1"]  # release N+1 not applied
+    assert sum(etcd_counts(cluster, s).values()) == COUNT
+    report = json.loads((tmp_path / "report" / "latest" / "fleet-report.json").read_text())
+    (host,) = report["clusters"]
+    assert host["failed_phase"] == "restore" and "3 confirming passes" in host["cause"], host["cause"]
+    assert not host["crds"][0]["trimmed"] and not host["crds"][0]["upgraded"]

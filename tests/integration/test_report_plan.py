@@ -115,7 +115,8 @@ def fleet(cluster, kube, tmp_path_factory):
     runs["upgrade"] = _play(inventory, "fleet_upgrade.yml", tmp, "-e", json.dumps(
         {"crd_upgrade_waves": [3], "crd_upgrade_max_fail_percentage": 100, "crd_upgrade_report_keep": 4}))
     runs["upgrade_folder"] = (tmp / "crdops-report" / "latest").resolve()
-    return dict(runs, tmp=tmp, dirty=dirty, clean=clean, etcd_url=cluster.etcd_url, kube=kube)
+    return dict(runs, tmp=tmp, dirty=dirty, clean=clean, etcd_url=cluster.etcd_url, kube=kube,
+                kubeconfig=str(cluster.kubeconfig))
 
 
 def _by_name(report: dict) -> dict:
@@ -219,7 +220,12 @@ def test_upgrade_report_and_console_say_what_was_done(fleet):
     assert crd["managed_fields"]["dropped"] == 0 and crd["client_check"]["ok"]
     broken = clusters["broken"]
     assert (broken["status"], broken["failed_phase"]) == ("failed", "init")
-    assert broken["next_step"]["step"].startswith("check this host's kubeconfig"), broken
+    assert broken["next_step"]["step"].startswith("fix this host's kubeconfig or context"), broken
+    # the cause in one short line; the details keep the whole error, the kubeconfig file named once
+    assert broken["cause"] == ("cannot load kubeconfig: it has no context 'no-such-context' (kubectl config "
+                               "get-contexts lists them)"), broken
+    assert broken["error"] == f"[cluster no-such-context] cannot load kubeconfig {fleet['kubeconfig']}: it has no " \
+                              "context 'no-such-context' (kubectl config get-contexts lists them)", broken
     # the end of each cluster on the console: one line per CRD that changed
     assert (f"{dirty.crd_name}: storage v1alpha1 -> v1beta1; re-stored {OBJECTS} of {OBJECTS} (unchanged 0, gone 0, "
             f"failed 0); storedVersions v1alpha1 -> v1beta1; removed v1alpha1; fields removed from the CRD: "
@@ -249,7 +255,7 @@ def test_three_cluster_report_first_screen_in_chromium(fleet):
     height = VIEWPORT[1]
     assert [t["text"] for t in boxes["tiles"]] == ["2 done", "1 failed", "0 waiting"]
     (failure,) = boxes["failures"]
-    assert failure["text"].startswith("broken init") and "check this host's kubeconfig" in failure["text"]
+    assert failure["text"].startswith("broken init") and "fix this host's kubeconfig" in failure["text"]
     assert failure["bottom"] <= height and boxes["headline"][0]["bottom"] <= height
     # failures first, then one line per cluster, all on the first screen
     lines = [b["text"] for b in boxes["clusters"][1:]]

@@ -107,6 +107,18 @@ docs_from_installed() {
       echo "ansible-doc -t role crdops.migration.$r: FAILED"; cat "$WORK/doc-role-$r.txt"; rc=1
     fi
   done
+  # every filter the collection registers is public: each listed one renders, and the list is the documented set
+  local listed documented f
+  listed="$(ansible-doc -t filter -l crdops.migration 2>&1 | awk '{print $1}' | sed 's/^crdops\.migration\.//' | sort)"
+  documented="$(cd "$inst/plugins/filter" && ls -- *.yml | sed 's/\.yml$//' | sort)"
+  [[ "$listed" == "$documented" ]] || { echo "ansible-doc -t filter -l lists:"; echo "$listed"; echo "documented:"; echo "$documented"; rc=1; }
+  for f in $documented; do
+    if ansible-doc -t filter "crdops.migration.$f" >"$WORK/doc-filter-$f.txt" 2>&1 && grep -q "$inst" "$WORK/doc-filter-$f.txt"; then
+      echo "ansible-doc -t filter crdops.migration.$f: ok"
+    else
+      echo "ansible-doc -t filter crdops.migration.$f: FAILED"; cat "$WORK/doc-filter-$f.txt"; rc=1
+    fi
+  done
   return $rc
 }
 check ansible-doc docs_from_installed

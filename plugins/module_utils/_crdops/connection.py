@@ -15,6 +15,8 @@ then override what the kubeconfig gave. Environment variables are the caller's j
 from __future__ import annotations
 
 import base64
+import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Optional, Tuple
 
@@ -113,9 +115,11 @@ def build_configuration(options: ConnectionOptions) -> Any:
                 except _k8s_config.ConfigException:
                     _k8s_config.load_kube_config(client_configuration=configuration, persist_config=persist)
     except Exception as exc:  # ConfigException, IOError, yaml errors
-        # Messages from the kubeconfig loader name files and contexts, never token values.
-        raise ConnectionFailed("cannot load kubeconfig", cluster=label,
-                               api_message="%s: %s" % (type(exc).__name__, str(exc)[:300])) from exc
+        path = _kubeconfig_path(options)
+        # the file is named once: by the cluster label when it names the cluster, else here
+        where = " %s" % path if path and path not in label else ""
+        raise ConnectionFailed("cannot load kubeconfig%s: %s" % (where, kubeconfig_problem(exc, path)),
+                               cluster=label) from exc
     if options.host:
         configuration.host = options.host.rstrip("/")
     if options.api_key:
@@ -150,6 +154,45 @@ def build_configuration(options: ConnectionOptions) -> Any:
     if not configuration.host:
         raise BadInputError("no apiserver host: set host or a kubeconfig", cluster=label)
     return configuration
+
+
+def _kubeconfig_path(options: ConnectionOptions) -> Optional[str]:
+    """The kubeconfig file(s) the loader read: the option, else KUBECONFIG or ~/.kube/config; None for a dict."""
+    if isinstance(options.kubeconfig, dict):
+        return None
+    if options.kubeconfig:
+        return str(options.kubeconfig)
+    return str(getattr(_k8s_config, "KUBE_CONFIG_DEFAULT_LOCATION", "~/.kube/config"))
+
+
+_NO_CONTEXT = re.compile(r"Expected object with name (.+?) in \S*contexts list")
+_YAML_AT = re.compile(r"line (\d+), column (\d+)")
+
+
+def kubeconfig_problem(exc: BaseException, path: Optional[str]) -> str:
+    """What is wrong with a kubeconfig the loader refused, in one short clause without its path (the message
+    names the file once). The loader says "Invalid kube-config file. No configuration found." for a file that
+    does not exist, and names the file again in its own words. Its messages name files and contexts, never
+    token values; a message this does not know is kept, cut at 300 characters."""
+    text = " ".join(str(exc).split())
+    files = [p for p in (path or "").split(os.pathsep) if p]
+    if files and not any(os.path.exists(os.path.expanduser(p)) for p in files):
+        return "no such file"
+    if isinstance(exc, IsADirectoryError):
+        return "a directory, not a file"
+    if isinstance(exc, PermissionError):
+        return "not readable (permission denied)"
+    missing = _NO_CONTEXT.search(text)
+    if missing:
+        return "it has no context %r (kubectl config get-contexts lists them)" % missing.group(1)
+    if "Expected key current-context" in text:
+        return "it has no current-context: set context"
+    if "file is empty" in text:
+        return "the file is empty"
+    at = _YAML_AT.search(text)
+    if at and type(exc).__module__.startswith("yaml"):
+        return "not YAML (line %s, column %s)" % at.groups()
+    return "%s: %s" % (type(exc).__name__, text[:300])
 
 
 def _auth_header_fn(configuration: Any) -> Callable[[], Optional[str]]:

@@ -48,20 +48,49 @@ _STEPS: Tuple[Tuple[str, str, str], ...] = (
      "them", "Role `crd_upgrade` (by task file)"),
     (r"server-side apply|client check", "the clients named cannot apply: fix their managedFields (entry point repair) "
      "before they write again", "Client check (`crd_client_check`)"),
+    (r"cannot load kubeconfig", "fix this host's kubeconfig or context (the cluster's details name the file), "
+     "then rerun", "Connection and authentication"),
+    (r"cluster unreachable, no answer|^apiserver \S+ unreachable", "check the server URL of this host's context and "
+     "the network path to it, then rerun", "Connection and authentication"),
     (r"kubeconfig|not authenticated|certificate|connect|timed out|Name or service not known",
      "check this host's kubeconfig and context, and that its apiserver answers", "Connection and authentication"),
     (r"no CRDs selected|manifest|glob|CustomResourceDefinition in", "fix crd_upgrade_release_manifests / "
      "crd_upgrade_target_manifests or crd_upgrade_crd_names", "CRD manifests"),
 )
 _PREFIX = re.compile(r"^(cluster \S+: (phase \S+ failed: )?)+")
+# a module names the cluster by its context or kubeconfig file ("[cluster <label>, CRD <crd>] "); the report names
+# it by host: only the cluster goes, a CRD or object named stays
+_LABEL = re.compile(r"^\[cluster [^\],]*(\] |, )")
+_KUBECONFIG_FILE = re.compile(r"^cannot load kubeconfig \S+: ")
+_UNREACHABLE = re.compile(r"^[A-Z]+ \S+: cluster unreachable, no answer within (connect_timeout \S+)")
+_ENDPOINT = re.compile(r"host='([^']+)', port=(\d+)|Failed to resolve '([^']+)'")
+_NO_ANSWER = ("Connection refused", "No route to host", "Name or service not known",
+              "Temporary failure in name resolution", "Network is unreachable", "Connection reset by peer", "timed out")
+
+
+def _unreachable(line: str) -> Optional[str]:
+    """``apiserver <host:port> unreachable: <why> (no answer within connect_timeout <s>)``: the transport's
+    message puts the request first and the socket's reason last, past where a one-line cause is cut."""
+    found = _UNREACHABLE.match(line)
+    if not found:
+        return None
+    endpoint = _ENDPOINT.search(line)
+    where = (endpoint.group(3) or "%s:%s" % endpoint.group(1, 2)) if endpoint else "of this host"
+    why = next((w for w in _NO_ANSWER if w.lower() in line.lower()), None)
+    if not why:
+        return "apiserver %s unreachable: no answer within %s" % (where, found.group(1))
+    return "apiserver %s unreachable: %s (no answer within %s)" % (where, why, found.group(1))
 
 
 def cause(error: Optional[str], limit: int = 240) -> Optional[str]:
-    """The error in one line: without the repeated ``cluster <c>:`` prefix, cut at ``limit`` characters."""
+    """The error in one line: without the repeated ``cluster <c>:`` prefix and the module's ``[cluster <label>]``
+    (the report names the cluster), a kubeconfig's path (the cluster's details keep the whole error) or an
+    unreachable apiserver's request, cut at ``limit`` characters."""
     if not error:
         return None
     line = " ".join(str(error).split())
-    line = _PREFIX.sub("", line)
+    line = _LABEL.sub(lambda m: "" if m.group(1) == "] " else "[", _PREFIX.sub("", line))
+    line = _unreachable(line) or _KUBECONFIG_FILE.sub("cannot load kubeconfig: ", line)
     return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
@@ -123,6 +152,8 @@ def cluster_line(c: Dict[str, Any]) -> str:
         return "phase %s: %s" % (c.get("failed_phase"), c.get("cause"))
     if status == "not run":
         return "waiting: its wave never started, or the run stopped first"
+    if c.get("nothing_to_do"):  # a cluster already done: one check, every phase skipped
+        return "nothing to do: %s" % c["nothing_to_do"]
     if status == "planned":
         return plan_line(c["plan"])
     return _done_line(c)
@@ -162,7 +193,7 @@ _CRD_KEYS = ("new", "stored_before", "stored_after", "storage_before", "storage_
              "rewritten", "unchanged", "gone", "failed", "duration_s", "skipped", "first_failure", "trimmed", "etcd",
              "upgraded", "removed_versions", "proof", "managed_fields", "storage_diff", "client_check", "plan",
              "writers", "crd_fields_removed")
-_CLUSTER_KEYS = ("status", "failed_phase", "error", "duration_s", "crds", "totals")
+_CLUSTER_KEYS = ("status", "failed_phase", "error", "duration_s", "crds", "totals", "nothing_to_do")
 
 
 def _worded(fields: Any) -> List[Dict[str, Any]]:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ansible_collections.crdops.migration.plugins.filter.crd_upgrade import (
-    FilterModule, crd_upgrade_client_records, crd_upgrade_client_summary, crd_upgrade_doubts, crd_upgrade_leftovers,
+    crd_upgrade_client_records, crd_upgrade_client_summary, crd_upgrade_doubts, crd_upgrade_leftovers,
     crd_upgrade_managed_fields_managers, crd_upgrade_refusals)
 
 
@@ -77,8 +77,3 @@ def test_managed_fields_managers_over_passes_tagged_with_crd_and_pass():
         "managers": [dict(row, crd="a", **{"pass": "re-store"})],
         "ownership_reduced": [dict(cut, crd="a", **{"pass": "re-store"})]}
     assert crd_upgrade_managed_fields_managers([]) == {"managers": [], "ownership_reduced": []}
-
-
-def test_filter_names():
-    assert sorted(FilterModule().filters()) == ["crd_upgrade_client_records", "crd_upgrade_client_summary", "crd_upgrade_doubts",
-                                                "crd_upgrade_leftovers", "crd_upgrade_managed_fields_managers", "crd_upgrade_refusals"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.crdops.migration.plugins.filter.fleet import (
-    AnsibleFilterError, FilterModule, crd_upgrade_fleet_summary, crd_upgrade_iso_utc, crd_upgrade_percent, crd_upgrade_report_merge,
-    crd_upgrade_waves)
+    AnsibleFilterError, FilterModule, crd_upgrade_iso_utc, crd_upgrade_percent, crd_upgrade_report_merge, crd_upgrade_waves)
+from ansible_collections.crdops.migration.plugins.filter.role_step import crd_upgrade_step
 
 
 @pytest.mark.parametrize("given, expected", [
@@ -49,11 +49,15 @@ def cluster(name, status, objects=0, rewritten=0, failed=0):
     return {"cluster": name, "status": status, "totals": {"objects": objects, "rewritten": rewritten, "failed": failed}}
 
 
-def test_summary_counts_statuses_and_objects():
-    s = crd_upgrade_fleet_summary([cluster("a", "ok", 10, 10), cluster("b", "failed", 5, 2, 3),
-                                   cluster("c", "not run"), cluster("d", "planned", 7)])
-    assert s == {"clusters": 4, "ok": 1, "planned": 1, "failed": 1, "not_run": 1, "objects": 22, "rewritten": 12,
-                 "failed_objects": 3, "nothing_to_do": 1, "to_restore": 0}
+def test_the_fleet_report_step_counts_statuses_and_objects():
+    report = crd_upgrade_step([cluster("a", "ok", 10, 10), cluster("b", "failed", 5, 2, 3),
+                               cluster("c", "not run"), cluster("d", "planned", 7)],
+                              "fleet_report", title="T", generated="G", run={"id": "r1"})
+    assert (report["title"], report["generated"], report["slice"]) == ("T", "G", "")
+    assert report["run"] == {"id": "r1", "outcome": "failed: 1 of 4 clusters failed"}
+    assert [f["cluster"] for f in report["failures"]] == ["b"]
+    assert report["summary"] == {"clusters": 4, "ok": 1, "planned": 1, "failed": 1, "not_run": 1, "objects": 22,
+                                 "rewritten": 12, "failed_objects": 3, "nothing_to_do": 1, "to_restore": 0}
 
 
 def test_merge_of_three_slices():
@@ -72,8 +76,6 @@ def test_merge_of_nothing_is_an_error():
         crd_upgrade_report_merge([])
 
 
-def test_filters_are_registered():
-    assert set(FilterModule().filters()) == {"crd_upgrade_waves", "crd_upgrade_percent", "crd_upgrade_iso_utc",
-                                             "crd_upgrade_fleet_summary", "crd_upgrade_report_merge",
-                                             "crd_upgrade_fleet_report", "crd_upgrade_result_lines",
-                                             "crd_upgrade_report_prune"}
+def test_only_the_filters_a_playbook_calls_are_registered():
+    # the report's helpers are steps of crd_upgrade_step (role_step.py)
+    assert set(FilterModule().filters()) == {"crd_upgrade_waves", "crd_upgrade_percent"}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from ansible_collections.crdops.migration.plugins.filter.inputs import FilterModule, crd_upgrade_inputs
+from ansible_collections.crdops.migration.plugins.filter.inputs import crd_upgrade_inputs
 from tests.unit.crdops_fakes import make_crd
 
 REPO = Path(__file__).resolve().parents[4]
@@ -63,10 +63,6 @@ def test_bad_manifests_are_returned_not_raised(tmp_path, monkeypatch):
         "crd_upgrade_target_manifests"]
     assert "releases/n/*.yaml matches no file in %s/releases/n" % tmp_path in got["errors"][1]
     assert got["release_files"] == [] and got["names"] == []
-
-
-def test_filter_names():
-    assert sorted(FilterModule().filters()) == ["crd_upgrade_inputs"]
 
 
 def test_values_are_checked_against_the_entry_points_spec_in_one_short_message():

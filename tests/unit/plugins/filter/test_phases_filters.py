@@ -4,9 +4,8 @@
 from __future__ import annotations
 
 from ansible_collections.crdops.migration.plugins.filter.phases import (
-    FilterModule, crd_upgrade_etcd_mismatches, crd_upgrade_etcd_records, crd_upgrade_flipped, crd_upgrade_follow_names,
-    crd_upgrade_plan,
-    crd_upgrade_plan_line, crd_upgrade_report_clusters, crd_upgrade_result_crds, crd_upgrade_still_stored,
+    crd_upgrade_etcd_mismatches, crd_upgrade_etcd_records, crd_upgrade_flipped, crd_upgrade_follow_names,
+    crd_upgrade_plan, crd_upgrade_plan_line, crd_upgrade_report_clusters, crd_upgrade_result_crds, crd_upgrade_still_stored,
     crd_upgrade_storage_removed, crd_upgrade_unrecorded)
 
 
@@ -221,11 +220,3 @@ def test_check_mode_plan_says_what_following_the_releases_would_remove():
     # without a preview (a real run plans before anything is applied) the plan has no such step
     (a,) = crd_upgrade_plan([live("a.io", ["v1"], "v1")], ["a.io"], {})
     assert a["plan"]["removes_fields"] == [] and a["plan"]["action"] == "nothing to do"
-
-
-def test_filter_names():
-    assert sorted(FilterModule().filters()) == [
-        "crd_upgrade_etcd_mismatches", "crd_upgrade_etcd_records", "crd_upgrade_flipped", "crd_upgrade_follow_names",
-        "crd_upgrade_plan",
-        "crd_upgrade_plan_line", "crd_upgrade_report_clusters", "crd_upgrade_result_crds", "crd_upgrade_still_stored",
-        "crd_upgrade_storage_removed", "crd_upgrade_unrecorded"]

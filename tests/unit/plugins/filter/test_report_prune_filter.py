@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.filter.fleet import FilterModule
+from ansible_collections.crdops.migration.plugins.filter.role_step import crd_upgrade_step
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.report_runs import runs_to_prune as prune
 
-prune_dir = FilterModule().filters()["crd_upgrade_report_prune"]
+
+def prune_dir(root, keep, current=""):
+    """As report_open.yml calls it."""
+    return crd_upgrade_step(root, "report_prune", keep=keep, current=current)
+
 
 RUNS = ["20261201T080000.000Z", "20261201T090000.000Z-check", "20261201T100000.000Z-slice-1",
         "20261201T100000.001Z-slice-a_b.c", "20261201T110000.000Z-merged", "20261201T120000.000Z-check-merged-slice-2"]

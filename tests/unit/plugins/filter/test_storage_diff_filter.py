@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from ansible_collections.crdops.migration.plugins.filter.storage_diff import (
-    FilterModule, storage_diff_lines, storage_diff_pruning, storage_diff_pruning_message)
+    storage_diff_lines, storage_diff_pruning, storage_diff_pruning_message)
 
 CHECKED = {"name": "widgets.example.com", "storage_diff": {
     "checked": True, "storage_version": "v2", "keys": 40, "sampled": 20, "compared": 20, "would_change": 20,
@@ -57,7 +57,3 @@ def test_objects_that_could_not_be_compared_stop_the_run_like_pruning_and_say_wh
             "(v1alpha2 is not served") in msg and "crd_upgrade_accept_pruning: true" in msg
     (line,) = storage_diff_lines([UNVERIFIED])
     assert "skipped webhook_version_not_served: 20; NOT COMPARED: v1alpha2 is not served" in line
-
-
-def test_filters_are_registered():
-    assert set(FilterModule().filters()) == {"storage_diff_pruning", "storage_diff_lines", "storage_diff_pruning_message"}

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.connection import (
     ConnectionOptions, build_configuration, connect)
@@ -61,3 +62,38 @@ def test_bad_kubeconfig_error_has_no_secret(tmp_path):
     with pytest.raises(ConnectionFailed) as ei:
         build_configuration(ConnectionOptions(kubeconfig=str(tmp_path / "missing.yaml")))
     assert "missing.yaml" in str(ei.value)
+
+
+def _refused(options):
+    with pytest.raises(ConnectionFailed) as ei:
+        build_configuration(options)
+    return str(ei.value)
+
+
+def test_a_kubeconfig_the_loader_refuses_is_said_in_short_words_naming_the_file_once(tmp_path):
+    good = tmp_path / "fleet.yaml"
+    good.write_text(yaml.safe_dump(KUBECONFIG))
+    (tmp_path / "bad.yaml").write_text("this: is: not: yaml: [\n")
+    (tmp_path / "empty.yaml").write_text("")
+    (tmp_path / "nocurrent.yaml").write_text(yaml.safe_dump({k: v for k, v in KUBECONFIG.items() if k != "current-context"}))
+    missing = tmp_path / "nope" / "kubeconfig.yaml"
+    # the loader itself says "Invalid kube-config file. No configuration found." for a file that is not there
+    assert _refused(ConnectionOptions(kubeconfig=str(missing))) == (
+        "[cluster kubeconfig %s (current context)] cannot load kubeconfig: no such file" % missing)
+    assert _refused(ConnectionOptions(kubeconfig=str(missing), context="prod-1")) == (
+        "[cluster prod-1] cannot load kubeconfig %s: no such file" % missing)
+    assert _refused(ConnectionOptions(kubeconfig=str(good), context="prod-9")) == (
+        "[cluster prod-9] cannot load kubeconfig %s: it has no context 'prod-9' (kubectl config get-contexts "
+        "lists them)" % good)
+    assert _refused(ConnectionOptions(kubeconfig=str(tmp_path / "bad.yaml"))).endswith(
+        "bad.yaml (current context)] cannot load kubeconfig: not YAML (line 1, column 9)")
+    assert _refused(ConnectionOptions(kubeconfig=str(tmp_path / "empty.yaml"))).endswith(
+        "cannot load kubeconfig: the file is empty")
+    assert _refused(ConnectionOptions(kubeconfig=str(tmp_path / "nocurrent.yaml"))).endswith(
+        "cannot load kubeconfig: it has no current-context: set context")
+    assert _refused(ConnectionOptions(kubeconfig=str(tmp_path), context="c")) == (
+        "[cluster c] cannot load kubeconfig %s: a directory, not a file" % tmp_path)
+    # an inline kubeconfig has no file; its token is never in the message
+    text = _refused(ConnectionOptions(kubeconfig=dict(KUBECONFIG), context="prod-9"))
+    assert text == "[cluster prod-9] cannot load kubeconfig: it has no context 'prod-9' (kubectl config " \
+                   "get-contexts lists them)" and TOKEN not in text

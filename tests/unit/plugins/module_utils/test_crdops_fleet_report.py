@@ -15,6 +15,44 @@ def result(name, status, **kw):
     return out
 
 
+# as a real run recorded them (crd_upgrade_result.error, after the role's rescue took its wrappers off)
+UNREACHABLE = ("[cluster far-ctx (current context of /tmp/run/unreach.yaml)] GET "
+               "/apis/apiextensions.k8s.io/v1/customresourcedefinitions: cluster unreachable, no answer within "
+               "connect_timeout 10s (8 attempts): NewConnectionError: HTTPSConnection(host='127.0.0.1', port=1): Failed "
+               "to establish a new connection: [Errno 111] Connection refused")
+UNRESOLVED = ("[cluster prod-2] GET /apis/apiextensions.k8s.io/v1/customresourcedefinitions: cluster unreachable, no "
+              "answer within connect_timeout 10s (3 attempts): NameResolutionError: <urllib3.connection.HTTPSConnection "
+              "object at 0x7f>: Failed to resolve 'api.prod-2.invalid' ([Errno -2] Name or service not known)")
+
+
+def test_a_cluster_that_cannot_be_reached_says_why_in_one_short_line_with_the_file_in_the_details():
+    cases = {
+        UNREACHABLE: "apiserver 127.0.0.1:1 unreachable: Connection refused (no answer within connect_timeout 10s)",
+        UNRESOLVED: "apiserver api.prod-2.invalid unreachable: Name or service not known (no answer within "
+                    "connect_timeout 10s)",
+        "[cluster kubeconfig /srv/awx/tmp/kc.yaml (current context)] cannot load kubeconfig: no such file":
+            "cannot load kubeconfig: no such file",
+        "[cluster prod-9] cannot load kubeconfig /home/ops/.kube/fleet.yaml: it has no context 'prod-9' (kubectl "
+        "config get-contexts lists them)":
+            "cannot load kubeconfig: it has no context 'prod-9' (kubectl config get-contexts lists them)",
+        # the CRD a module names stays; the cluster is the report's row
+    }
+    for error, line in cases.items():
+        report = fleet_report.build([result("c1", "failed", failed_phase="init", error=error)],
+                                    {"title": "t", "generated": "g"})
+        (failure,) = report["failures"]
+        assert failure["cause"] == line
+        assert failure["next_step"]["see"] == "docs/troubleshooting.md: Connection and authentication"
+        assert report["clusters"][0]["line"] == "phase init: " + line
+        assert report["clusters"][0]["error"] == error   # the details keep the whole error, the file included
+    # the CRD a module names stays; the cluster is the report's row
+    assert fleet_report.cause("[cluster prod-9, CRD w.x.io] GET CRD failed: permission denied (HTTP 403)") == (
+        "[CRD w.x.io] GET CRD failed: permission denied (HTTP 403)")
+    assert fleet_report.next_step("init", UNREACHABLE)["step"].startswith("check the server URL of this host's context")
+    assert fleet_report.next_step("init", "cannot load kubeconfig: no such file")["step"].startswith(
+        "fix this host's kubeconfig or context")
+
+
 def test_failures_first_with_cause_and_next_step_from_troubleshooting():
     error = ("cluster c2: phase preflight failed: admission would reject the re-store on cluster c2: widgets.x.io "
              "ns/w-1: HTTP 400 admission: denied the request: change freeze\n(more)")
@@ -145,3 +183,14 @@ def test_a_plan_lists_the_fields_following_the_releases_would_remove():
     assert f"- certificates.cert-manager.io: would remove {CONVERSION_WORDS}\n" in md
     html = _render("report.html.j2", report)
     assert f"<li>certificates.cert-manager.io: would remove {CONVERSION_WORDS}</li>" in html
+
+
+def test_a_cluster_with_nothing_to_do_says_so_and_what_was_checked():
+    why = "1 CRD(s) at their storage version alone with a proven record, release N+1 in effect, 5 objects read"
+    crd = {"name": "w.example.com", "objects": 5, "rewritten": None, "stored_before": ["v1beta1"],
+           "stored_after": ["v1beta1"]}
+    done = {"cluster": "c1", "status": "ok", "nothing_to_do": why, "crds": [crd], "duration_s": 1.0}
+    assert crd_upgrade_result_lines(done) == ["c1: ok - nothing to do: " + why]
+    assert fleet_report.build([done], {})["clusters"][0]["line"] == "nothing to do: " + why
+    # a cluster that had something to do keeps its usual line
+    assert "nothing to do" not in crd_upgrade_result_lines(dict(done, nothing_to_do=None))[0]

@@ -1,0 +1,137 @@
+"""What one cluster costs the controller: the first run of the role, then reruns with nothing to do, side by side.
+
+    . tools/env.sh && python benchmarks/cluster_cost.py --objects 1000 --reps 3
+
+One real kube-apiserver + etcd (tests/controlplane, through benchmarks/crdops_bench/fleet_world.py), one inventory
+host (a cluster as Ansible sees it) whose CRD has --objects objects seeded straight into etcd at v1alpha1, its
+storage version flipped to v1beta1 long before the runs. Runs, one after another, each one ansible-playbook:
+  baseline  the same inventory and playbook shape with one `debug` task: ansible-playbook's own start-up, what
+            every run pays once whatever the number of clusters (a fleet spreads it over its hosts)
+  first     the role crd_upgrade (release N, release N+1): re-store, verify, trim, apply N+1
+  rerun     the same again, --reps times: every CRD recorded and at release N+1, nothing to do; interleaved with
+            the same rerun with crd_upgrade_skip_when_done false (every phase runs, as before the check existed)
+Each run: wall and controller CPU-seconds (user + sys of ansible-playbook and every process below it,
+crdops_bench.fleet_measure.Meter), the same minus the baseline (what the cluster itself costs), tasks run and
+skipped, the tasks that cost most and the role's phases (seconds, from the benchmark's task-timing callback).
+Checked: the first run ok with every object re-stored, every etcd key at v1beta1, each rerun ok, writing nothing
+(the etcd revisions each rerun wrote are reported). Prints one JSON document; exit 1 when a check fails. A script, not a test.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import statistics
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks.crdops_bench import data, fleet_measure, fleet_runs, fleet_world  # noqa: E402
+
+ROLE_PLAY = [{"name": "One cluster", "hosts": "clusters", "gather_facts": False,
+              "tasks": [{"name": "Upgrade this cluster", "ansible.builtin.include_role": {
+                  "name": "crdops.migration.crd_upgrade", "rolespec_validate": False}}]}]  # as fleet_upgrade.yml
+BASELINE_PLAY = [{"name": "Start-up only", "hosts": "clusters", "gather_facts": False,
+                  "tasks": [{"name": "one task", "ansible.builtin.debug": {"msg": "start-up"}}]}]
+
+
+def phase_of(task: str) -> str:
+    """`crd_upgrade : Restore | counts per CRD` -> `Restore`; include tasks and main.yml's own -> `main`."""
+    name = task.split(" : ", 1)[-1]
+    return name.split(" | ", 1)[0] if " | " in name else "main"
+
+
+def phases(rows: list[dict]) -> dict[str, float]:
+    out: dict[str, float] = defaultdict(float)
+    for r in rows:
+        out[phase_of(r["task"])] += r["end"] - r["start"]
+    return {k: round(v, 2) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
+
+
+def run_once(ctx: dict, name: str, play: Path, inv: Path, baseline: dict | None, extra: dict) -> dict:
+    out = fleet_runs.run_playbook(ctx, name, str(play), inv, 1, extra)
+    meter, rows = out["meter"], out["timing"]
+    f = {"rc": out["rc"], "wall_s": round(meter.wall, 2), "controller_cpu_s": round(meter.cpu, 2),
+         "server_cpu_s": {k: round(v, 2) for k, v in meter.server.items()},
+         "tasks_run": sum(1 for r in rows if r["status"] != "skipped"),
+         "tasks_skipped": sum(1 for r in rows if r["status"] == "skipped")}
+    if baseline:
+        f["wall_s_minus_startup"] = round(meter.wall - baseline["wall_s"], 2)
+        f["controller_cpu_s_minus_startup"] = round(meter.cpu - baseline["controller_cpu_s"], 2)
+    f["phases_s"] = phases(rows)
+    f["costliest_tasks_s"] = fleet_measure.per_task(rows, 1)[:8]
+    print(f"# {name}: wall {f['wall_s']} s, controller {f['controller_cpu_s']} CPU-s, "
+          f"tasks {f['tasks_run']} (+{f['tasks_skipped']} skipped)", file=sys.stderr, flush=True)
+    return f
+
+
+def median_row(rows: list[dict]) -> dict:
+    keys = ("wall_s", "controller_cpu_s", "wall_s_minus_startup", "controller_cpu_s_minus_startup")
+    return {k: round(statistics.median(r[k] for r in rows), 2) for k in keys if all(k in r for r in rows)}
+
+
+def run(args) -> dict:
+    work = Path(tempfile.mkdtemp(prefix="crdops-cluster-cost-"))
+    ctx = {"workdir": work, "collections": fleet_measure.snapshot()}
+    world = fleet_world.start_world(work, 1)
+    ctx["world"] = world
+    result: dict = {"command": "python " + shlex.join(sys.argv), "workdir": str(work), "objects": args.objects,
+                    "load_average_start": fleet_measure.load_average(), "runs": {}, "checks": {}}
+    try:
+        hosts = fleet_world.plan_hosts(1, 1, "a", 0)
+        fleet_world.seed_hosts(world, hosts, args.objects)
+        fleet_world.write_kubeconfig(world, hosts)
+        inv = work / "inventory.json"
+        inv.write_text(json.dumps(fleet_world.inventory(world, hosts, work / "report", sys.executable)))
+        role_play, base_play = work / "role.yml", work / "baseline.yml"
+        role_play.write_text(yaml.safe_dump(ROLE_PLAY))
+        base_play.write_text(yaml.safe_dump(BASELINE_PLAY))
+        extra = {"crd_upgrade_drain_window": args.drain_window}
+        base = run_once(ctx, "baseline", base_play, inv, None, extra)
+        result["runs"]["baseline"] = base
+        result["runs"]["first"] = run_once(ctx, "first", role_play, inv, base, extra)
+        etcd_ok, counts = data.verify(world.servers[0].etcd_url, hosts[0].group, args.objects)
+        result["checks"]["first run ok"] = result["runs"]["first"]["rc"] == 0
+        result["checks"][f"every etcd key at v1beta1 ({counts})"] = bool(etcd_ok)
+        reruns: dict[str, list[dict]] = {"rerun_every_phase": [], "rerun": []}
+        for rep in range(args.reps):  # interleaved: both kinds see the same load
+            for kind, skip in (("rerun_every_phase", False), ("rerun", True)):
+                before = data.revision(world.servers[0].etcd_url)
+                row = run_once(ctx, f"{kind}-{rep + 1}", role_play, inv, base,
+                               dict(extra, crd_upgrade_skip_when_done=skip))
+                # writes of the whole cluster during the rerun (pass Leases, records, events): reported, not judged
+                row["etcd_revisions_written"] = data.revision(world.servers[0].etcd_url) - before
+                result["checks"][f"{kind} {rep + 1} ok"] = row["rc"] == 0
+                reruns[kind].append(row)
+        etcd_ok, counts = data.verify(world.servers[0].etcd_url, hosts[0].group, args.objects)
+        result["checks"][f"after the reruns, every etcd key still at v1beta1 ({counts})"] = bool(etcd_ok)
+        result["runs"].update(reruns)
+        result["medians"] = {kind: median_row(rows) for kind, rows in reruns.items()}
+    finally:
+        world.stop()
+    result["load_average_end"] = fleet_measure.load_average()
+    result["ok"] = all(result["checks"].values())
+    return result
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--objects", type=int, default=1000, help="objects of the cluster's CRD")
+    ap.add_argument("--reps", type=int, default=3, help="reruns with nothing to do")
+    ap.add_argument("--drain-window", type=float, default=65,
+                    help="crd_upgrade_drain_window of the runs (the seed flipped storage seconds before the first run)")
+    args = ap.parse_args()
+    result = run(args)
+    print(json.dumps(result, indent=1))
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

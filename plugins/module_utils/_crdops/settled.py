@@ -1,0 +1,237 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# PRIVATE: for internal use by crdops.migration only; may change in any release
+"""Has the role nothing to do on this cluster? Read-only, decided from the live CRDs, their objects' metadata and
+the releases, so a rerun on a cluster that is done costs one task instead of every phase.
+
+Nothing to do means every phase of the role would change nothing, for each selected CRD:
+
+* ``status.storedVersions`` is ``[<storage version>]`` and a migration record at that storage version, with a
+  proof (etcd scan or confirming pass) and no failure, says how it got there. The record may be stale only by
+  generation: applying release N+1 bumps it, and storedVersions still lists every version the apiserver stored
+  at since then (it appends a new storage version itself), so nothing is stored at another version.
+* no resume checkpoint (an unfinished pass);
+* every object lists at the storage version (a LIST fails on an object stored at a version the CRD lost), and no
+  ``managedFields`` entry names a version the CRD does not serve (server-side apply fails on it,
+  kubernetes#111937): the managedFields pass would write nothing;
+
+and for the releases:
+
+* every CRD of release N is in release N+1 (a CRD at release N+1 is never re-applied at N);
+* applying release N+1 is a no-op: the apiserver's own answer to the apply sent with ``dryRun=All`` (the same
+  field manager, forced) equals the live CRD, so neither spec, metadata nor ownership would change;
+* nothing the previous release declared is left for the release-follow step to remove.
+
+Anything else, an error included, is a reason to take the normal path: the verdict lists every reason found
+(``blockers``), and ``nothing_to_do`` is true only with none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .crd import Crd, crd_path, stale_managed_fields_of
+from .errors import CrdOpsError
+from .listing import list_pages
+from .record import CHECKPOINT_ANNOTATION, PROOF_NONE, validate_record
+from .release_follow import follow_release, pair_manifests
+from .selection import get_crd_raw
+from .transport import Transport, dumps, error_from_response
+
+APPLY_PATCH = "application/apply-patch+yaml"  # JSON is valid YAML
+# server-set fields that say when, not what: a no-op apply may still answer with a fresh value for these
+VOLATILE_METADATA = ("resourceVersion",)
+MAX_EXAMPLES = 3
+MAX_PATHS = 6
+RELEASE_WHY = "release N+1 applied with no change"
+
+
+@dataclass
+class Verdict:
+    nothing_to_do: bool = False
+    blockers: List[str] = field(default_factory=list)
+    why: List[str] = field(default_factory=list)
+    objects_listed: int = 0
+    objects: Dict[str, int] = field(default_factory=dict)  # per CRD, when its objects were listed
+
+    @property
+    def summary(self) -> str:
+        """One line for the report: why there is nothing to do, or the first reasons there is something."""
+        if self.nothing_to_do:
+            crds = len(self.why) - self.release_lines
+            return ("%d CRD(s) at their storage version alone with a proven record, release N+1 in effect, %d objects "
+                    "read: no managedFields entry at a version gone" % (crds, self.objects_listed))
+        more = len(self.blockers) - MAX_EXAMPLES
+        return "; ".join(self.blockers[:MAX_EXAMPLES]) + (" (and %d more)" % more if more > 0 else "")
+
+    @property
+    def release_lines(self) -> int:
+        return sum(1 for w in self.why if w.startswith(RELEASE_WHY))
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"nothing_to_do": self.nothing_to_do, "blockers": list(self.blockers), "why": list(self.why),
+                "objects_listed": self.objects_listed, "summary": self.summary}
+
+
+def crd_blockers(crd: Crd) -> List[str]:
+    """What the live CRD itself says is left: storedVersions, the record and its proof, a checkpoint."""
+    out = []
+    if crd.needs_migration:
+        stored = list(crd.stored_versions)
+        out.append("%s: status.storedVersions is %s, not [%s]" % (crd.name, stored, crd.storage_version))
+    check = validate_record(crd)
+    record = check.record
+    if record is None:
+        out.append("%s: no migration record (%s)" % (crd.name, check.reason))
+    elif record.storage_version != crd.storage_version:
+        out.append("%s: the migration record is for storage version %s, the CRD's is %s"
+                   % (crd.name, record.storage_version, crd.storage_version))
+    elif record.failed or record.accounted != record.listed:
+        out.append("%s: the migration record is not of a complete pass with zero failures (listed %d, accounted "
+                   "for %d, failed %d)" % (crd.name, record.listed, record.accounted, record.failed))
+    elif not check.ok and record.generation == crd.generation:
+        out.append("%s: migration record not valid (%s)" % (crd.name, check.reason))
+    elif record.proof == PROOF_NONE:
+        out.append("%s: the migration record has no proof (no etcd scan, no confirming pass)" % crd.name)
+    if CHECKPOINT_ANNOTATION in crd.annotations:
+        out.append("%s: a resume checkpoint is left (an unfinished pass)" % crd.name)
+    return out
+
+
+def release_blockers(live_names: Sequence[str], release_names: Sequence[str],
+                     target_names: Sequence[str]) -> List[str]:
+    """Release N CRDs the storage flip would apply (not in release N+1), release N+1 CRDs it would create."""
+    out = ["%s: in release N but not in release N+1, so the storage flip would apply it" % n
+           for n in release_names if n not in target_names]
+    out += ["%s: release N+1 would create it" % n for n in target_names if n not in live_names]
+    return out
+
+
+def differences(before: Any, after: Any, path: str = "", limit: int = MAX_PATHS) -> List[str]:
+    """Paths (``.spec.versions``) where ``after`` differs from ``before``, at most ``limit``."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        out: List[str] = []
+        for key in sorted(set(before) | set(after)):
+            if before.get(key) != after.get(key):
+                out += differences(before.get(key), after.get(key), "%s.%s" % (path, key), limit - len(out))
+            if len(out) >= limit:
+                break
+        return out[:limit]
+    return [path or "."] if before != after and limit > 0 else []
+
+
+def without_volatile(crd: Mapping[str, Any]) -> Dict[str, Any]:
+    meta = {k: v for k, v in (crd.get("metadata") or {}).items() if k not in VOLATILE_METADATA}
+    return dict(crd, metadata=meta)
+
+
+def apply_changes(transport: Transport, doc: Mapping[str, Any], field_manager: str) -> List[str]:
+    """What applying ``doc`` would change on the live CRD (the role's forced server-side apply, sent with
+    ``dryRun=All``): the paths where the apiserver's answer differs from the CRD as read just before."""
+    name = str((doc.get("metadata") or {}).get("name") or "")
+    live = get_crd_raw(transport, name)
+    query = [("fieldManager", field_manager), ("force", "true"), ("dryRun", "All")]
+    resp = transport.request("PATCH", crd_path(name), query=query, body=dumps(dict(doc)), content_type=APPLY_PATCH)
+    if not resp.ok:
+        error = error_from_response(resp, "PATCH CRD (apply, dryRun=All)", cluster=transport.cluster_label, crd=name)
+        return ["the apply of release N+1 (dry-run) was refused: %s" % (error.api_message or error.message)]
+    return differences(without_volatile(live), without_volatile(resp.json()))
+
+
+def unserved_entries(transport: Transport, crd: Crd, page_size: int) -> Tuple[int, List[Dict[str, Any]]]:
+    """(objects listed, managedFields entries at versions the CRD does not serve), every object's metadata read
+    at the storage version, page by page (nothing kept but the entries found)."""
+    found: List[Dict[str, Any]] = []
+    served = crd.served_versions
+
+    def note(managed_fields: Any) -> None:
+        found.extend(stale_managed_fields_of(managed_fields, crd.group, served))
+        return None
+
+    listed = sum(len(page) for page in list_pages(transport, crd, page_size, version=crd.storage_version,
+                                                  classify=note))
+    return listed, found
+
+
+@dataclass(frozen=True)
+class Releases:
+    release: Sequence[Mapping[str, Any]] = ()     # release N (the storage flip)
+    target: Sequence[Mapping[str, Any]] = ()      # release N+1
+    installed: Sequence[Mapping[str, Any]] = ()   # the release installed before, when no release N is given
+    field_manager: str = "crdops-migration"
+
+    def names(self, docs: Sequence[Mapping[str, Any]]) -> List[str]:
+        return [str((d.get("metadata") or {}).get("name") or "") for d in docs]
+
+
+def _guarded(verdict: Verdict, what: str, step: Callable[[], None]) -> None:
+    """Run one step of the check; an error is a reason to take the normal path (which reports it properly)."""
+    try:
+        step()
+    except (CrdOpsError, ValueError, KeyError, TypeError) as exc:  # TypeError, KeyError: a malformed manifest
+        verdict.blockers.append("could not check %s: %s" % (what, exc))
+
+
+def release_checks(transport: Transport, live: Sequence[Crd], releases: Releases, verdict: Verdict) -> None:
+    target_names = releases.names(releases.target)
+    verdict.blockers += release_blockers([c.name for c in live], releases.names(releases.release), target_names)
+    for doc in releases.target:
+        name = releases.names([doc])[0]
+
+        def apply_step(doc: Mapping[str, Any] = doc, name: str = name) -> None:
+            changes = apply_changes(transport, doc, releases.field_manager)
+            if changes:
+                verdict.blockers.append("%s: applying release N+1 would change %s" % (name, ", ".join(changes)))
+        if name in [c.name for c in live]:
+            _guarded(verdict, "release N+1 against %s" % name, apply_step)
+    previous = releases.release or releases.installed
+    for before, applied in pair_manifests(previous, releases.target):
+        def follow_step(before: Mapping[str, Any] = before, applied: Mapping[str, Any] = applied) -> None:
+            left = follow_release(transport, before, applied, field_manager=releases.field_manager, check_mode=True)
+            if left.removed:
+                verdict.blockers.append(left.summary())
+        _guarded(verdict, "what the previous release left on %s" % releases.names([applied])[0], follow_step)
+
+
+def object_checks(transport: Transport, crd: Crd, page_size: int, verdict: Verdict) -> None:
+    def step() -> None:
+        listed, entries = unserved_entries(transport, crd, page_size)
+        verdict.objects_listed += listed
+        verdict.objects[crd.name] = listed
+        if entries:
+            versions = sorted(set(str(e["apiVersion"]) for e in entries))
+            verdict.blockers.append("%s: %d managedFields entries at versions it does not serve (%s)"
+                                    % (crd.name, len(entries), ", ".join(versions)))
+        else:
+            verdict.why.append("%s: storedVersions [%s], record with proof, %d objects read at %s, no managedFields "
+                               "entry at a version it does not serve" % (crd.name, crd.storage_version, listed,
+                                                                         crd.storage_version))
+    _guarded(verdict, "the objects of %s" % crd.name, step)
+
+
+def decide(transport: Transport, crds: Sequence[Crd], releases: Releases, page_size: int = 500,
+           selected: Optional[Sequence[str]] = None) -> Verdict:
+    """The verdict for ``crds`` (the selected CRDs that exist). ``selected``: every name the run selected; one
+    that does not exist is a reason to take the normal path. Cheap checks first: the objects are listed only
+    when nothing else is left."""
+    verdict = Verdict()
+    live_names = [c.name for c in crds]
+    verdict.blockers += ["%s: selected but not found" % n for n in selected or () if n not in live_names]
+    for crd in crds:
+        verdict.blockers += crd_blockers(crd)
+    if not crds:
+        verdict.blockers.append("no selected CRD exists")
+    if not verdict.blockers:
+        release_checks(transport, crds, releases, verdict)
+    if not verdict.blockers:
+        for crd in crds:
+            object_checks(transport, crd, page_size, verdict)
+    if not verdict.blockers and releases.target:
+        verdict.why.append(RELEASE_WHY + " (dry-run), nothing left of the release before")
+    verdict.nothing_to_do = not verdict.blockers
+    if verdict.blockers:
+        verdict.why = []
+    return verdict
