@@ -34,6 +34,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks.crdops_bench import data, fleet_measure, fleet_runs, fleet_world  # noqa: E402
+from benchmarks.crdops_bench.cli import print_result  # noqa: E402
 
 ROLE_PLAY = [{"name": "One cluster", "hosts": "clusters", "gather_facts": False,
               "tasks": [{"name": "Upgrade this cluster", "ansible.builtin.include_role": {
@@ -128,9 +129,7 @@ def main() -> int:
     ap.add_argument("--drain-window", type=float, default=65,
                     help="crd_upgrade_drain_window of the runs (the seed flipped storage seconds before the first run)")
     args = ap.parse_args()
-    result = run(args)
-    print(json.dumps(result, indent=1))
-    return 0 if result["ok"] else 1
+    return print_result(run(args))
 
 
 if __name__ == "__main__":

@@ -7,14 +7,18 @@ One real kube-apiserver + etcd (tests/controlplane); N small objects written str
 16 workers): the first pass (re-stores every object), then one confirming pass over pooled connections (what a
 cluster with one apiserver gets) and one over a new connection per request (what a load balancer gets), each
 divided by the first pass's time. Then the role (playbooks/fleet_upgrade.yml, defaults, no etcd URL) end to end on
-``--role-objects`` objects twice: release N applied by the role itself (a fresh flip: the drain window of 65 s
-is waited), and release N applied more than a drain window before the run (nothing waits). Checked each time:
-every etcd key at v1beta1. Prints one JSON document. A script, not a test.
+``--role-objects`` objects three times: release N applied by the role itself (a fresh flip: the drain window of
+65 s is waited); release N applied more than a drain window before the run by the role's own field manager (as an
+earlier run would: the role's apply changes nothing, nothing waits); and the same by another client (a PUT): the
+role's apply adds its field manager's entry owning ``spec``, which is the flip time the drain can see, so the
+window is waited once. Checked each time: every etcd key at v1beta1. Prints one JSON document. A script, not a
+test.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import sys
 import tempfile
@@ -62,16 +66,22 @@ def passes(cluster: Any, kube: Any, n: int, index: int) -> Dict[str, Any]:
     return out
 
 
-def role_run(cluster: Any, kube: Any, n: int, index: int, flip_before: bool, work: Path) -> Dict[str, Any]:
+def role_run(cluster: Any, kube: Any, n: int, index: int, flip_before: str, work: Path) -> Dict[str, Any]:
     group = f"r{index}.confirm.bench.crdops.io"
     s = seed_old(kube, cluster.etcd_url, group, n, ("a", "b"))
     folder = work / f"role-{index}"
     for name, doc in (("release-n", crd_at(s, "v1beta1")), ("release-next", crd_at(s, "v1beta1", ("v1beta1",)))):
         (folder / name).mkdir(parents=True)
         (folder / name / "crd.yaml").write_text(yaml.safe_dump(doc))
-    if flip_before:  # release N applied long ago: nothing left to drain
+    if flip_before == "role-manager":  # as the role applies it: server-side apply, its field manager, forced
+        kube.request("PATCH", kube.crd_path(s.crd_name), json.dumps(crd_at(s, "v1beta1")).encode(),
+                     content_type="application/apply-patch+yaml",
+                     query={"fieldManager": "crdops-migration", "force": "true"})
+        kube.wait_established(s.crd_name)
+    elif flip_before == "other-client":
         flip_storage(kube, s, "v1beta1")
-        time.sleep(67)
+    if flip_before:
+        time.sleep(67)  # longer than the drain window (65 s)
     host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
             "crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0],
             "crd_upgrade_release_manifests": [str(folder / "release-n" / "crd.yaml")],
@@ -86,17 +96,24 @@ def role_run(cluster: Any, kube: Any, n: int, index: int, flip_before: bool, wor
     if proc.returncode != 0:
         raise SystemExit("role failed: %s" % proc.stdout[-3000:])
     _rev, counts = etcd_counts(cluster.etcd_url, group)
-    drained = [line.strip() for line in proc.stdout.splitlines() if "drained" in line][:1]
-    return {"objects": n, "flip": "older than the drain window" if flip_before else "by the role (drain waited)",
-            "role_s": round(elapsed, 1), "restore_line": drained[0] if drained else None,
-            "ok": dict(counts) == {f"{group}/v1beta1": n}}
+    drained = re.findall(r"drained ([0-9.]+)s", proc.stdout)
+    return {"objects": n, "flip": ROLE_CASES[flip_before], "role_s": round(elapsed, 1),
+            "drained_s": float(drained[0]) if drained else 0.0, "ok": dict(counts) == {f"{group}/v1beta1": n}}
+
+
+ROLE_CASES = {"": "release N applied by the role (a fresh flip)",
+              "role-manager": "release N applied > window before, by the role's field manager",
+              "other-client": "release N applied > window before, by another client"}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--objects", default="10000,100000", help="sizes for the pass ratios, comma-separated")
     ap.add_argument("--role-objects", type=int, default=10000, help="role end to end at this size; 0: skip")
+    ap.add_argument("--role-cases", default=",".join(c or "fresh" for c in ROLE_CASES),
+                    help="which role runs, comma-separated: fresh, role-manager, other-client")
     args = ap.parse_args()
+    cases = [c for c in ROLE_CASES if (c or "fresh") in args.role_cases.split(",")]
     work = Path(tempfile.mkdtemp(prefix="crdops-confirm-"))
     cluster = _launch("confirm", work / "cluster", find_binaries(), 1, False, ())
     out: Dict[str, Any] = {"command": "python " + shlex.join(sys.argv), "passes": [], "role": []}
@@ -106,7 +123,7 @@ def main() -> int:
             out["passes"].append(passes(cluster, kube, n, i))
             print(json.dumps(out["passes"][-1]), file=sys.stderr)
         if args.role_objects:
-            for i, before in enumerate((False, True)):
+            for i, before in enumerate(cases):
                 out["role"].append(role_run(cluster, kube, args.role_objects, i, before, work))
                 print(json.dumps(out["role"][-1]), file=sys.stderr)
         print(json.dumps(out, indent=1))

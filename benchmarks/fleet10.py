@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from benchmarks.crdops_bench.cli import print_result  # noqa: E402
 from benchmarks.rss_sampler import TreeRss, rss_mb  # noqa: E402
 from benchmarks.seed_small import PLURAL, etcd_counts, seed_old  # noqa: E402
 from tests.controlplane.binaries import find_binaries  # noqa: E402
@@ -172,9 +173,7 @@ def main() -> int:
     ap.add_argument("--objects", type=int, default=300, help="objects per cluster")
     ap.add_argument("--waves", type=json.loads, default=[1, "50%", "100%"], help="JSON list, e.g. '[1, \"50%%\", \"100%%\"]'")
     args = ap.parse_args()
-    result = run(args)
-    print(json.dumps(result, indent=1))
-    return 0 if result["ok"] else 1
+    return print_result(run(args))
 
 
 if __name__ == "__main__":

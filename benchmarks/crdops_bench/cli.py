@@ -171,3 +171,9 @@ def main(argv=None) -> int:
         out.write_text(replace_block(out, text))
         print(f"wrote {out}")
     return 0 if run.raw and all(r["ok"] for r in run.raw) else 1
+
+
+def print_result(result: dict) -> int:
+    """Print a script's one JSON document; its exit code: 0 when every check held (``result["ok"]``), else 1."""
+    print(json.dumps(result, indent=1))
+    return 0 if result["ok"] else 1
