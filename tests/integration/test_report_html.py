@@ -49,7 +49,7 @@ def test_merged_report_renders_in_chromium(tmp_path):
     assert [b["text"] for b in boxes["failures"]][:2] == ["prod-us-1", "restore"], boxes["failures"]
     assert [b["text"] for b in boxes["clusters"]] == [
         "cluster status what happened",
-        "prod-us-1 failed phase restore: [cluster prod-us-1] boom",
+        "prod-us-1 failed phase restore: boom",   # the cause line names the cluster once, in its own column
         "prod-ap-1 not run waiting: its wave never started, or the run stopped first",
         "prod-eu-1 ok 1 CRD(s) changed, 120 objects re-stored of 120, 3.5 s"], boxes["clusters"]
     assert "10 7 re-stored, 0 unchanged, 0 gone, 3 failed in 1.5 s <script>alert(1)</script> 409" in \
