@@ -23,10 +23,8 @@ from .errors import BadInputError, ConnectionFailed, CrdOpsError, at_least
 from .events import emit_crd_event
 from .fieldsv1 import apply_configuration
 from .owned_values import Path, describe, different, merge_patch_of, owned_values, set_at, trie_of, value_at
-from .transport import ACCEPT_PARTIAL_LIST, ApiResponse, Transport, dumps, error_from_response
+from .transport import ACCEPT_PARTIAL_LIST, APPLY_PATCH, MERGE_PATCH, ApiResponse, Transport, dumps, error_from_response
 
-APPLY_PATCH = "application/apply-patch+yaml"  # JSON is valid YAML, so a JSON body is accepted
-MERGE_PATCH = "application/merge-patch+json"
 PROBE_MANAGER = "crdops-client-check"
 RIVAL_MANAGER = "crdops-client-check-rival"  # owns nothing: its change of an owned value must conflict
 CHANGE_TRIES = 3  # owned values tried per manager when the schema refuses the changed one (HTTP 422)

@@ -33,7 +33,6 @@ from typing import Any, Callable, Dict, FrozenSet, List, NamedTuple, Optional, T
 from .crd_schema import ANY_NODE
 from .field_mapping import FieldMapping, readable, walk_members
 
-JSON_PATCH = "application/json-patch+json"
 
 # what the pass does to an entry at another version of the group
 REWRITTEN = "rewritten"  # apiVersion set to the storage version (conversion None)

@@ -23,8 +23,8 @@ from typing import Any, Dict, NamedTuple, Optional, Tuple
 from .crd import Crd
 from .errors import ApiError, CrdOpsError, NotFoundError
 from .listing import ObjectRef
-from .managed_fields import JSON_PATCH, EntryFix, StaleFields, plan_patch, stale_entries
-from .transport import ACCEPT_PARTIAL, MERGE_PATCH, ApiResponse, Transport, dumps, error_from_response
+from .managed_fields import EntryFix, StaleFields, plan_patch, stale_entries
+from .transport import ACCEPT_PARTIAL, JSON_PATCH, MERGE_PATCH, ApiResponse, Transport, dumps, error_from_response
 
 # outcome kinds of one object
 REWRITTEN, UNCHANGED, GONE, FAILED, NOT_ATTEMPTED = "rewritten", "unchanged", "gone", "failed", "not_attempted"

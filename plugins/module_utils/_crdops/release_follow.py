@@ -37,9 +37,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from .crd import crd_path
 from .errors import CrdOpsError
 from .selection import get_crd_raw
-from .transport import Transport, dumps, error_from_response
+from .transport import JSON_PATCH, Transport, dumps, error_from_response
 
-JSON_PATCH = "application/json-patch+json"
 Path = Tuple[str, ...]
 # maps whose keys are independent values, not the fields of one struct
 _KEYED_MAPS: Tuple[Path, ...] = (("metadata", "labels"), ("metadata", "annotations"))

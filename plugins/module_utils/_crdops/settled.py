@@ -39,9 +39,8 @@ from .listing import list_pages
 from .record import CHECKPOINT_ANNOTATION, PROOF_NONE, validate_record
 from .release_follow import follow_release, pair_manifests
 from .selection import get_crd_raw
-from .transport import Transport, dumps, error_from_response
+from .transport import APPLY_PATCH, Transport, dumps, error_from_response
 
-APPLY_PATCH = "application/apply-patch+yaml"  # JSON is valid YAML
 # server-set fields that say when, not what: a no-op apply may still answer with a fresh value for these
 VOLATILE_METADATA = ("resourceVersion",)
 MAX_EXAMPLES = 3
@@ -149,7 +148,6 @@ def unserved_entries(transport: Transport, crd: Crd, page_size: int) -> Tuple[in
 
     def note(managed_fields: Any) -> None:
         found.extend(stale_managed_fields_of(managed_fields, crd.group, served))
-        return None
 
     listed = sum(len(page) for page in list_pages(transport, crd, page_size, version=crd.storage_version,
                                                   classify=note))
@@ -176,8 +174,8 @@ def _guarded(verdict: Verdict, what: str, step: Callable[[], None]) -> None:
 
 
 def release_checks(transport: Transport, live: Sequence[Crd], releases: Releases, verdict: Verdict) -> None:
-    target_names = releases.names(releases.target)
-    verdict.blockers += release_blockers([c.name for c in live], releases.names(releases.release), target_names)
+    live_names = [c.name for c in live]
+    verdict.blockers += release_blockers(live_names, releases.names(releases.release), releases.names(releases.target))
     for doc in releases.target:
         name = releases.names([doc])[0]
 
@@ -185,7 +183,7 @@ def release_checks(transport: Transport, live: Sequence[Crd], releases: Releases
             changes = apply_changes(transport, doc, releases.field_manager)
             if changes:
                 verdict.blockers.append("%s: applying release N+1 would change %s" % (name, ", ".join(changes)))
-        if name in [c.name for c in live]:
+        if name in live_names:
             _guarded(verdict, "release N+1 against %s" % name, apply_step)
     previous = releases.release or releases.installed
     for before, applied in pair_manifests(previous, releases.target):

@@ -21,9 +21,8 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from .crd import crd_path
 from .selection import get_crd_raw
-from .transport import Transport, dumps, error_from_response
+from .transport import JSON_PATCH, Transport, dumps, error_from_response
 
-JSON_PATCH = "application/json-patch+json"
 Entry = Dict[str, Any]
 
 
