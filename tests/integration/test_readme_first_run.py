@@ -9,6 +9,7 @@ the ones README asks for: the user's clusters in the inventory, and a kubeconfig
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -64,8 +65,24 @@ def recap(out: str) -> dict[str, str]:
     return {line.split(":")[0].strip(): line.split(":", 1)[1].strip() for line in tail.splitlines() if ": ok=" in line}
 
 
+def console_tells_the_runbook(out: str, counts: dict[str, int], crd_name: str) -> None:
+    """The runbook callback: no task headers when nothing fails; per cluster its plan, the re-store's progress
+    with percent and ETA, and at the end one line per CRD that changed; a screen per cluster, not hundreds."""
+    assert "TASK [" not in out and "included:" not in out, out[:3000]
+    for host, n in counts.items():
+        assert f"{host} | Discover | plan:" in out and f"PLAN {host}: 1 CRD(s) change" in out, out[:3000]
+        assert re.search(rf"{host} \| CRD 1/1 {re.escape(crd_name)}: {n}/{n} objects \(100.0%\).* ETA ", out), out
+        assert f"{host}: ok - 1 CRD(s) changed, {n} objects re-stored of {n}" in out, out[-3000:]
+        assert f"    {crd_name}: storage v1alpha1 -> v1beta1; re-stored {n} of {n}" in out, out[-3000:]
+    lines = out.splitlines()
+    assert len(lines) <= 60 * len(counts), f"{len(lines)} lines for {len(counts)} clusters:\n{out}"
+
+
 def test_readme_install_and_run_literally(fleet3, tmp_path):
-    galaxy, tarball_install, pip_install, take_inventory, plan, run = readme_install_and_run()
+    galaxy, tarball_install, pip_install, take_inventory, console, plan, run = readme_install_and_run()
+    assert console == "export ANSIBLE_STDOUT_CALLBACK=crdops.migration.runbook", console
+    # one shell per command here; a user's export holds for the commands typed after it
+    plan, run = f"{console} && {plan}", f"{console} && {run}"
     clusters = fleet3.clusters[:2]
     group = f"readme{uuid.uuid4().hex[:6]}.crdops.test"
     counts = {clusters[0].name: 40, clusters[1].name: 25}
@@ -105,6 +122,8 @@ def test_readme_install_and_run_literally(fleet3, tmp_path):
         assert keys_written_since(c.etcd_url, before[c.name]) == [], c.name   # the plan writes nothing
         assert scan_storage(c.etcd_url, group, s.plural).counts == {s.old(): counts[c.name]}
     assert all("failed=0" in line for line in recap(planned.stdout).values()), planned.stdout[-3000:]
+    for c in clusters:
+        assert f"PLAN {c.name}: 1 CRD(s) change ({s.crd_name}), {counts[c.name]} objects to re-store" in planned.stdout
 
     done = machine.sh(run, workdir)
     for c in clusters:
@@ -114,6 +133,7 @@ def test_readme_install_and_run_literally(fleet3, tmp_path):
         assert crd["status"]["storedVersions"] == ["v1beta1"]
     assert {h: r for h, r in recap(done.stdout).items() if h != "localhost"}.keys() == counts.keys(), done.stdout[-3000:]
     assert all("failed=0" in line for line in recap(done.stdout).values()), done.stdout[-3000:]
+    console_tells_the_runbook(done.stdout, counts, s.crd_name)
     reports = sorted((workdir / "crdops-report").rglob("fleet-report.json"))
     assert reports, "no report under the working directory"
     assert not list(installed.rglob("fleet-report.json")) and not (installed / "playbooks" / "releases").exists()

@@ -119,6 +119,15 @@ docs_from_installed() {
       echo "ansible-doc -t filter crdops.migration.$f: FAILED"; cat "$WORK/doc-filter-$f.txt"; rc=1
     fi
   done
+  local cb
+  for cb in "$inst"/plugins/callback/*.py; do
+    cb="$(basename "$cb" .py)"
+    if ansible-doc -t callback "crdops.migration.$cb" >"$WORK/doc-callback-$cb.txt" 2>&1 && grep -q "$inst" "$WORK/doc-callback-$cb.txt"; then
+      echo "ansible-doc -t callback crdops.migration.$cb: ok"
+    else
+      echo "ansible-doc -t callback crdops.migration.$cb: FAILED"; cat "$WORK/doc-callback-$cb.txt"; rc=1
+    fi
+  done
   return $rc
 }
 check ansible-doc docs_from_installed
