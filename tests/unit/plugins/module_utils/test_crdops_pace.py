@@ -220,7 +220,9 @@ def test_a_max_pass_keeps_every_worker_writing():
 
 def test_a_throttled_write_halves_the_pass_limit():
     c, _state = slow_cluster(300, per_in_flight=0.0, throttle_first=1, base=0.005)
-    gate = pace_gate("gentle", 8, settings=PaceSettings(initial_limit=8.0, probe_every=1e9))
+    # latency never counts as congestion here (tolerance): on a loaded machine a slow window would cut the
+    # limit too, and only the throttled answer's cut is under test
+    gate = pace_gate("gentle", 8, settings=PaceSettings(initial_limit=8.0, probe_every=1e9, tolerance=1e6))
     result = RestorePass(c, get_crd(c, NAME), RestoreOptions(page_size=100, workers=8), pace=gate).run()
     assert result.rewritten == 300 and result.pace["throttle_backoffs"] == 1 and result.pace["min_limit"] == 4
 
