@@ -63,6 +63,7 @@ _ANSIBLE_LABELS = {
     'common_return_values': 'reference_appendices/common_return_values.html',
     'ansible_configuration_settings': 'reference_appendices/config.html',
     'action_plugins': 'plugins/action.html',  # the note on a module that has an action plugin
+    'callback_plugins': 'plugins/callback.html',  # the default callback's options, which ours extends
 }
 _PLUGIN_LABEL = _re.compile(r'^ansible_collections\.([a-z0-9_]+)\.([a-z0-9_]+)\.([a-z0-9_]+_[a-z]+)$')
 
@@ -72,6 +73,8 @@ def _offline_reference(app, env, node, contnode):
     url = None
     if target in _ANSIBLE_LABELS:
         url = _ANSIBLE_DOCS + _ANSIBLE_LABELS[target]
+    elif node.get('reftype') == 'envvar' and target.startswith('ANSIBLE_'):
+        url = _ANSIBLE_DOCS + 'reference_appendices/config.html#envvar-' + target
     else:
         m = _PLUGIN_LABEL.match(target)
         if m and (m.group(1), m.group(2)) != ('crdops', 'migration'):
