@@ -3,10 +3,6 @@
 """A stdout callback that prints the crd_upgrade runbook, not every task of it."""
 from __future__ import annotations
 
-from ansible import constants as C
-from ansible.playbook.task_include import TaskInclude
-from ansible.plugins.callback.default import CallbackModule as DefaultCallback
-
 DOCUMENTATION = r"""
 name: runbook
 type: stdout
@@ -30,6 +26,10 @@ extends_documentation_fragment:
 requirements:
   - set as stdout callback in the configuration
 """
+
+from ansible import constants as C
+from ansible.playbook.task_include import TaskInclude
+from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 
 # A role task name reads "<role> : <phase> | <step>"; the role prefix adds nothing on the console.
 _ROLE_PREFIX = " : "
