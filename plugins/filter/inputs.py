@@ -23,6 +23,8 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.report_runs import keep_count
 
 ROLE_DOC = "ansible-doc -t role crdops.migration.crd_upgrade"
+NOTHING_SELECTED = ("no CRDs selected: set crd_upgrade_crd_names or crd_upgrade_release_manifests / "
+                    "crd_upgrade_target_manifests")
 
 
 def known_variables(spec: Optional[Mapping[str, Any]], own: Iterable[str] = ()) -> List[str]:
@@ -111,8 +113,9 @@ def _skipped_line(label: str, skipped: Sequence[Mapping[str, str]]) -> str:
 def crd_upgrade_inputs(variables: Iterable[str], release: Any = (), target: Any = (), crd_names: Any = (),
                        spec: Optional[Mapping[str, Any]] = None, own: Iterable[str] = (),
                        values: Optional[Mapping[str, Any]] = None, entry_point: str = "main",
-                       installed: Any = ()) -> Dict[str, Any]:
-    """Everything init needs from the role's variables, and ``errors`` (empty when all is well)."""
+                       installed: Any = (), require_crds: bool = False) -> Dict[str, Any]:
+    """Everything init needs from the role's variables, and ``errors`` (empty when all is well); with
+    ``require_crds``, no CRD selected is one of them."""
     errors = unknown_variables(variables, known_variables(spec, own))
     keep_errors = report_keep_error(values or {})
     # said once: the spec's own int check would name the same variable again
@@ -124,13 +127,16 @@ def crd_upgrade_inputs(variables: Iterable[str], release: Any = (), target: Any 
     before = _read(installed, "crd_upgrade_installed_manifests", errors)
     skipped = [_skipped_line("crd_upgrade_release_manifests", rel["skipped"]),
                _skipped_line("crd_upgrade_target_manifests", tgt["skipped"])]
+    names = _names(crd_names, rel["crds"] + tgt["crds"])
+    if require_crds and not names and not errors:  # a manifest that could not be read says so itself
+        errors.append(NOTHING_SELECTED)
     return {
         "errors": errors,
         "release_files": rel["files"], "release_docs": rel["crds"],
         "target_files": tgt["files"], "target_docs": tgt["crds"],
         "installed_docs": before["crds"],
         "release_storage": _storage_versions(rel["crds"]),
-        "names": _names(crd_names, rel["crds"] + tgt["crds"]),
+        "names": names,
         "skipped": [line for line in skipped if line],
     }
 

@@ -88,3 +88,15 @@ def test_report_keep_is_a_known_whole_number_said_once():
                                     values={"crd_upgrade_report_keep": bad})["errors"]
         assert errors == ["crd_upgrade_report_keep: %r is not a number of run folders to keep: set a whole number, "
                           "0 or more (0 keeps every run folder; default 30)" % (bad,)], errors
+
+
+def test_no_crd_selected_is_an_error_of_the_upgrade_only_when_nothing_else_is_wrong(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    nothing = ("no CRDs selected: set crd_upgrade_crd_names or crd_upgrade_release_manifests / "
+               "crd_upgrade_target_manifests")
+    assert crd_upgrade_inputs([], spec=SPEC, own=OWN, require_crds=True)["errors"] == [nothing]
+    assert crd_upgrade_inputs([], spec=SPEC, own=OWN)["errors"] == []   # the report entry points select no CRD
+    assert crd_upgrade_inputs([], crd_names="a.example.com", spec=SPEC, own=OWN, require_crds=True)["errors"] == []
+    # a manifest that cannot be read is the error, not the empty selection it leaves
+    got = crd_upgrade_inputs([], release=["missing/*.yaml"], spec=SPEC, own=OWN, require_crds=True)["errors"]
+    assert len(got) == 1 and "matches no file" in got[0], got
