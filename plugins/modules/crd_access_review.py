@@ -62,16 +62,16 @@ reviews:
   elements: dict
   contains:
     check: {description: "The check in words, for example C(patch customresourcedefinitions/status.apiextensions.k8s.io).", type: str, returned: always}
-    verb: {description: The verb asked about., type: str, returned: always}
-    group: {description: The API group (empty for the core group)., type: str, returned: always}
-    resource: {description: The resource asked about., type: str, returned: always}
-    subresource: {description: The subresource, when given., type: str, returned: when given}
-    namespace: {description: The namespace, when given., type: str, returned: when given}
-    name: {description: The object's name, when given., type: str, returned: when given}
-    version: {description: The version, when given., type: str, returned: when given}
-    allowed: {description: The apiserver allows it., type: bool, returned: always}
-    reason: {description: The authorizer's reason (often empty for an RBAC denial)., type: str, returned: always}
-    evaluation_error: {description: An error the authorizer met while deciding (the answer may still be a denial)., type: str, returned: always}
+    verb: {description: "The verb asked about.", type: str, returned: always}
+    group: {description: "The API group (empty for the core group).", type: str, returned: always}
+    resource: {description: "The resource asked about.", type: str, returned: always}
+    subresource: {description: "The subresource, when given.", type: str, returned: when given}
+    namespace: {description: "The namespace, when given.", type: str, returned: when given}
+    name: {description: "The object's name, when given.", type: str, returned: when given}
+    version: {description: "The version, when given.", type: str, returned: when given}
+    allowed: {description: "The apiserver allows it.", type: bool, returned: always}
+    reason: {description: "The authorizer's reason (often empty for an RBAC denial).", type: str, returned: always}
+    evaluation_error: {description: "An error the authorizer met while deciding (the answer may still be a denial).", type: str, returned: always}
 missing:
   description:
     - One line per check that is not allowed - C(<verb> <resource>[/<subresource>].<group>[ in namespace <ns>] (<reason>)),

@@ -85,18 +85,18 @@ crds:
   type: list
   elements: dict
   contains:
-    name: {description: CRD name., type: str, returned: always}
+    name: {description: "CRD name.", type: str, returned: always}
     action:
       description: C(created), C(configured), C(unchanged) (the apiserver's answer equals the CRD read before, but for
         C(resourceVersion)) or C(refused); in check mode what the apply would do.
       type: str
       returned: always
-    changed: {description: The CRD was (in check mode would be) created or changed., type: bool, returned: always}
+    changed: {description: "The CRD was (in check mode would be) created or changed.", type: bool, returned: always}
     changes: {description: "Paths that changed (for example C(.spec.versions)), at most six.", type: list, elements: str, returned: always}
-    error: {description: The apiserver's message when it refused the apply (null otherwise)., type: str, returned: always}
-    established: {description: C(true) once waited for; null when not waited for (check mode, O(wait=false), refused)., type: bool, returned: always}
+    error: {description: "The apiserver's message when it refused the apply (null otherwise).", type: str, returned: always}
+    established: {description: "C(true) once waited for; null when not waited for (check mode, O(wait=false), refused).", type: bool, returned: always}
 refused:
-  description: C(<CRD>: <the apiserver's message>) per refused apply.
+  description: "C(<CRD>: <the apiserver's message>) per refused apply."
   returned: always
   type: list
   elements: str
