@@ -7,9 +7,11 @@ from tests.controlplane.kube import make_crd
 from tests.integration.modrun import auth_args, run_module
 
 
+KINDS = (("widgets", "Widget"), ("gadgets", "Gadget"))
+
+
 def release(group: str, versions: list[tuple[str, bool, bool]]) -> list[dict]:
-    return [make_crd(group, plural, kind, versions, "Namespaced") for plural, kind in (("widgets", "Widget"),
-                                                                                      ("gadgets", "Gadget"))]
+    return [make_crd(group, plural, kind, versions, "Namespaced") for plural, kind in KINDS]
 
 
 def test_apply_created_unchanged_changed_and_a_dry_run_stores_nothing(cluster, kube, group):
