@@ -97,5 +97,6 @@ class Probe:
             rows = [s for s in self.samples if s.kind == kind and t0 <= s.at < t1]
             ok = [s.ms for s in rows if s.status == 200]
             out[kind] = {"n": len(rows), "errors": len(rows) - len(ok),
-                         "p50": percentile(ok, 50), "p99": percentile(ok, 99)}
+                         "p50": percentile(ok, 50), "p90": percentile(ok, 90), "p99": percentile(ok, 99),
+                         "max": max(ok, default=float("nan"))}
         return out

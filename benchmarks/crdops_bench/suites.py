@@ -11,10 +11,12 @@ afterwards (a wrong answer is a FAILED row, never a fast one) and removes the da
 from __future__ import annotations
 
 import functools
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from . import apf, data, identities, role
+from .fleet_measure import proc_cpu_s
 from .intree import InTree
 from .probe import Probe, create_configmaps
 
@@ -29,17 +31,52 @@ def rotated(order: tuple, rep: int) -> list:
     return list(order[k:] + order[:k])
 
 
-class IdleWindow:
-    """A gentle contender's `ready`: sleeps through the idle window and keeps the probe's summary of it."""
+# Before the idle window the control plane must be done with the seeding's aftermath (the new CRD's watch cache
+# listing every seeded object, the garbage collection of the previous group's removal): an idle window measured
+# while the apiserver still digests them has a p99 of tens of ms against a p50 of 3 ms, and a ratio against it
+# measures that noise, not the contender.
+SETTLE_CORES = 0.10   # apiserver + etcd below a tenth of a core ...
+SETTLE_STEP_S = 3.0   # ... over this long
+SETTLE_MAX_S = 180.0  # then the window starts anyway, and its row says it was not quiet
+QUIET_P99_OVER_P50 = 2.0
 
-    def __init__(self, probe: Probe, seconds: float):
-        self.probe, self.seconds = probe, seconds
+
+def server_pids(cluster) -> list[int]:
+    procs = [cluster.etcd.process] + [a.process for a in cluster.apiservers]
+    return [p.pid for p in procs if p is not None and p.pid]
+
+
+def servers_cpu_s(pids: list[int]) -> float:
+    return sum(proc_cpu_s(pid) for pid in pids)
+
+
+class IdleWindow:
+    """A gentle contender's `ready`: waits until the control plane is quiet, sleeps through the idle window and
+    keeps the probe's summary of it, with how long it waited, the servers' CPU when it began, the load average
+    and whether the baseline is quiet (idle p99 within QUIET_P99_OVER_P50 x idle p50 for GET and LIST)."""
+
+    def __init__(self, probe: Probe, seconds: float, pids: list[int]):
+        self.probe, self.seconds, self.pids = probe, seconds, pids
         self.window: dict | None = None
 
+    def settle(self) -> tuple[float, float]:
+        """Seconds waited, and the servers' CPU (cores) over the last step."""
+        t0 = time.monotonic()
+        while True:
+            before = servers_cpu_s(self.pids)
+            time.sleep(SETTLE_STEP_S)
+            cores = (servers_cpu_s(self.pids) - before) / SETTLE_STEP_S
+            if cores < SETTLE_CORES or time.monotonic() - t0 > SETTLE_MAX_S:
+                return round(time.monotonic() - t0, 1), round(cores, 3)
+
     def __call__(self) -> None:
+        waited, cores = self.settle()
         t0 = time.monotonic()
         time.sleep(self.seconds)
-        self.window = self.probe.window(t0, time.monotonic())
+        window = self.probe.window(t0, time.monotonic())
+        quiet = all(window[k]["p99"] <= QUIET_P99_OVER_P50 * window[k]["p50"] for k in ("get", "list"))
+        self.window = dict(window, settle_s=waited, servers_cores=cores, load1=round(os.getloadavg()[0], 2),
+                           quiet=quiet)
 
 
 class Runner:
@@ -110,7 +147,7 @@ class Runner:
                 for name in rotated(GENTLE + ((APF,) if self.args.apf else ()), rep):
                     if name in self.args.skip or (name == "kubectl" and not self.bench.kubectl):
                         continue
-                    idle = IdleWindow(probe, self.args.idle_seconds)
+                    idle = IdleWindow(probe, self.args.idle_seconds, server_pids(self.bench.cluster))
                     self.once("gentle", name[:2], name, n, rep, functools.partial(self.gentle_run, name, idle))
         finally:
             probe.stop()
