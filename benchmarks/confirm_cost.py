@@ -10,9 +10,9 @@ divided by the first pass's time. Then the role (playbooks/fleet_upgrade.yml, de
 ``--role-objects`` objects three times: release N applied by the role itself (a fresh flip: the drain window of
 65 s is waited); release N applied more than a drain window before the run by the role's own field manager (as an
 earlier run would: the role's apply changes nothing, nothing waits); and the same by another client (a PUT): the
-role's apply adds its field manager's entry owning ``spec``, which is the flip time the drain can see, so the
-window is waited once. Checked each time: every etcd key at v1beta1. Prints one JSON document. A script, not a
-test.
+role's apply would add its field manager's entry owning ``spec``, the flip time the drain can see, so the role
+sends it with dryRun=All first and leaves release N alone (nothing waits; before 1.2.0 the window was waited once).
+Checked each time: every etcd key at v1beta1. Prints one JSON document. A script, not a test.
 """
 from __future__ import annotations
 

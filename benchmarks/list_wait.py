@@ -72,7 +72,7 @@ class Writer(threading.Thread):
 
 
 def probe(cluster, seconds: float) -> dict[str, list[float]]:
-    http, got = client(cluster), {kind: [] for kind, _ in REQUESTS}
+    http, got = client(cluster), {kind: [] for kind, _path in REQUESTS}
     end, due = time.monotonic() + seconds, time.monotonic()
     while time.monotonic() < end:
         for kind, path in REQUESTS:
@@ -85,7 +85,7 @@ def probe(cluster, seconds: float) -> dict[str, list[float]]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     ap.add_argument("--seconds", type=float, default=30, help="probe window per write rate")
     ap.add_argument("--rates", default="0,1,10,100", help="writes per second of the second client, in turn")
     args = ap.parse_args()

@@ -15,9 +15,9 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.release_f
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.run_plan import plan_of
 
 _NOT_YET = ("stored_after", "listed", "rewritten", "unchanged", "gone", "failed", "duration_s", "objects_per_s",
-            "skipped", "first_failure")
+            "skipped", "first_failure", "drain")
 _PASS_COUNTS = ("listed", "rewritten", "unchanged", "gone", "failed", "duration_s", "objects_per_s", "skipped",
-                "storage_version")
+                "storage_version", "drain")
 
 
 def _unique(items):
@@ -41,6 +41,8 @@ def _planned(crd, release_storage, switches, sample, follow):
         "target_found": crd.get("target_found", False),
         "conversion": (crd.get("conversion") or {}).get("strategy", "None"),
         "migration_record_valid": (crd.get("migration_record") or {}).get("valid", False),
+        # release N's apply (dryRun=All) would change only managedFields: the storage flip does not send it
+        "release_in_effect": bool(crd.get("release_in_effect")),
         "follow_removals": follow.get(crd["name"], [])}
     entry["plan"] = plan_of(entry, crd.get("migration_record") or {}, switches, (sample or {}).get(crd["name"]))
     return entry
@@ -64,7 +66,8 @@ def crd_upgrade_plan(before, names, release_storage, sample=None, migrate=True, 
         if name not in live:
             entry = {"name": name, "new": True, "stored_versions": [], "object_count": 0,
                      "storage_after_flip": release_storage.get(name), "needs_migration": False,
-                     "blocked_removals": [], "removed_versions": [], "target_removes_storage": False}
+                     "blocked_removals": [], "removed_versions": [], "target_removes_storage": False,
+                     "release_in_effect": False}
             entry["plan"] = plan_of(entry, {}, switches, None)
             out.append(entry)
     return out
@@ -238,6 +241,8 @@ def _crd_plan_line(crd):
         text += " (%s; %s)" % (fleet_report.duration(plan.get("estimate_s")), plan.get("estimate_basis"))
     for blocked in plan.get("blocked") or []:
         text += "; blocked: %s (%s)" % (blocked["version"], blocked["why"])
+    for note in plan.get("notes") or []:
+        text += "; " + note
     return "%s: %s" % (crd.get("name"), text)
 
 

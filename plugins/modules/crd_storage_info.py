@@ -22,6 +22,8 @@ description:
     the migration record written by M(crdops.migration.crd_storage_migrate) and whether it is valid.
   - Given the manifests of the next release (O(target_manifests)), reports the versions it would remove
     that are still stored (the "skip-a-version trap"), before anything is applied.
+  - Given O(release_manifests) and O(release_check), reports per CRD whether that release is already in effect
+    (RV(crds[].release_in_effect)) - applying it would change nothing but C(managedFields).
   - Given O(etcd_url), reports per CRD what the re-store would change in the stored bytes beyond
     C(apiVersion) (RV(crds[].storage_diff)) - defaults of the storage version it would persist, and fields
     its schema no longer has that it would delete for good. The API cannot show this, since it applies
@@ -93,10 +95,23 @@ options:
     version_added: 1.2.0
   release_manifests:
     description:
-      - With O(nothing_to_do), the CRD manifests of release N (the storage flip), like O(target_manifests).
+      - With O(nothing_to_do) or O(release_check), the CRD manifests of release N (the storage flip), like
+        O(target_manifests).
     type: list
     elements: raw
     default: []
+    version_added: 1.2.0
+  release_check:
+    description:
+      - For each reported CRD that O(release_manifests) contains, send its forced server-side apply as
+        O(field_manager) with C(dryRun=All) and compare the answer with the CRD read just before. Release N is in
+        effect (RV(crds[].release_in_effect)) when the two differ in nothing but C(managedFields) and
+        C(resourceVersion) and the CRD is Established; RV(crds[].release_changes) names what would change
+        otherwise. Nothing is persisted; it needs the C(patch) verb on C(customresourcedefinitions).
+      - The role C(crd_upgrade) does not re-apply a release N in effect - its apply would add only its field
+        manager's C(managedFields) entry, whose time the drain before the re-store would take for a storage flip.
+    type: bool
+    default: false
     version_added: 1.2.0
   installed_manifests:
     description:
@@ -108,7 +123,8 @@ options:
     version_added: 1.2.0
   field_manager:
     description:
-      - With O(nothing_to_do), the field manager that applies O(target_manifests) (the role's C(crd_upgrade_field_manager)).
+      - With O(nothing_to_do), the field manager that applies O(target_manifests); with O(release_check), the one that
+        applies O(release_manifests) (the role's C(crd_upgrade_field_manager)).
     type: str
     default: crdops-migration
     version_added: 1.2.0
@@ -255,6 +271,24 @@ crds:
       returned: always
       sample: [v1alpha1]
     removed_versions: {description: Versions the target manifest removes from C(spec.versions)., type: list, elements: str, returned: always}
+    release_in_effect:
+      description:
+        - With O(release_check), whether O(release_manifests) is in effect on this CRD - its forced apply as
+          O(field_manager) (sent with C(dryRun=All)) would change nothing but C(managedFields). Null when not checked
+          (no O(release_check), or O(release_manifests) does not contain this CRD).
+      type: bool
+      returned: always
+      version_added: 1.2.0
+    release_changes:
+      description:
+        - With O(release_check), what applying O(release_manifests) would change on this CRD besides
+          C(managedFields) (paths such as C(.spec.versions)), or why it could not be checked. Empty when in effect or
+          not checked.
+      type: list
+      elements: str
+      returned: always
+      sample: [.spec.versions, .metadata.generation]
+      version_added: 1.2.0
     stale_managed_fields:
       description: Objects (of the sample) with managedFields entries at versions no longer served.
       type: list
@@ -320,6 +354,7 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.info impo
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests import read_manifests
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.plan import targets_of
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release_in_effect import releases_in_effect
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.settled import Releases, decide
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.storage_diff import storage_diff_of
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.writers import iso, server_clock
@@ -331,6 +366,7 @@ OPTIONS = dict(
     diff_sample=dict(type="int", default=20),
     nothing_to_do=dict(type="list", elements="str", default=[]),
     release_manifests=dict(type="list", elements="raw", default=[]),
+    release_check=dict(type="bool", default=False),
     installed_manifests=dict(type="list", elements="raw", default=[]),
     field_manager=dict(type="str", default="crdops-migration"),
     page_size=dict(type="int", default=500),
@@ -353,6 +389,9 @@ class Info(Job):
         self.targets = targets_of(manifests)
         self.result["check_mode"] = self.check_mode
         self.releases = None
+        self.release_docs = []
+        if p["release_check"]:
+            self.release_docs = read_manifests(p["release_manifests"], label="release_manifests").as_dict()["crds"]
         if p["nothing_to_do"]:
             if p["page_size"] < 1:
                 raise BadInputError("page_size must be 1 or more, not %d" % p["page_size"])
@@ -371,6 +410,11 @@ class Info(Job):
                                managed_fields_sample=o.managed_fields_sample)
             out["storage_diff"] = storage_diff_of(transport, sampler, crd, p["etcd_prefix"], o.diff_sample)
             self.result["crds"].append(out)
+        in_effect = releases_in_effect(transport, self.release_docs, [c.name for c in crds], p["field_manager"])
+        for out in self.result["crds"]:
+            changes = in_effect.get(out["name"])
+            out["release_in_effect"] = None if changes is None else not changes
+            out["release_changes"] = changes or []
         if self.releases is not None:
             names = p["nothing_to_do"]
             verdict = decide(transport, [c for c in crds if c.name in names], self.releases, p["page_size"],

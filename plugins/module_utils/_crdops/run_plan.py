@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from .follow_report import plan_step
 
 NOTHING = "nothing to do"
+IN_EFFECT = "release N already in effect, not re-applied"
 
 
 def _epoch(text: Any) -> Optional[float]:
@@ -118,7 +119,10 @@ def plan_of(entry: Dict[str, Any], record: Dict[str, Any], switches: Dict[str, A
         "blocked": _blocked(entry, needs and migrate and trim),
         "estimate_s": seconds, "estimate_basis": basis,
         # what following the releases would remove from the live CRD (check mode reads it: follow_report.py)
-        "removes_fields": list(entry.get("follow_removals") or [])}
+        "removes_fields": list(entry.get("follow_removals") or []),
+        "release_in_effect": bool(entry.get("release_in_effect"))}
     plan["steps"] = _steps(plan, bool(entry.get("new")))
     plan["action"] = "; ".join(plan["steps"]) or NOTHING
+    # not a step (nothing changes): said so the plan shows why no storage flip is sent and no drain is waited
+    plan["notes"] = [IN_EFFECT] if plan["release_in_effect"] else []
     return plan

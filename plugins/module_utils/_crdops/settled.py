@@ -122,22 +122,25 @@ def differences(before: Any, after: Any, path: str = "", limit: int = MAX_PATHS)
     return [path or "."] if before != after and limit > 0 else []
 
 
-def without_volatile(crd: Mapping[str, Any]) -> Dict[str, Any]:
-    meta = {k: v for k, v in (crd.get("metadata") or {}).items() if k not in VOLATILE_METADATA}
+def without_volatile(crd: Mapping[str, Any], ignored: Sequence[str] = VOLATILE_METADATA) -> Dict[str, Any]:
+    meta = {k: v for k, v in (crd.get("metadata") or {}).items() if k not in ignored}
     return dict(crd, metadata=meta)
 
 
-def apply_changes(transport: Transport, doc: Mapping[str, Any], field_manager: str) -> List[str]:
+def apply_changes(transport: Transport, doc: Mapping[str, Any], field_manager: str,
+                  ignored: Sequence[str] = VOLATILE_METADATA, release: str = "release N+1",
+                  live: Optional[Mapping[str, Any]] = None) -> List[str]:
     """What applying ``doc`` would change on the live CRD (the role's forced server-side apply, sent with
-    ``dryRun=All``): the paths where the apiserver's answer differs from the CRD as read just before."""
+    ``dryRun=All``): the paths where the apiserver's answer differs from the CRD as read just before (``live``, else
+    a GET), leaving out the metadata fields ``ignored``."""
     name = str((doc.get("metadata") or {}).get("name") or "")
-    live = get_crd_raw(transport, name)
+    live = get_crd_raw(transport, name) if live is None else live
     query = [("fieldManager", field_manager), ("force", "true"), ("dryRun", "All")]
     resp = transport.request("PATCH", crd_path(name), query=query, body=dumps(dict(doc)), content_type=APPLY_PATCH)
     if not resp.ok:
         error = error_from_response(resp, "PATCH CRD (apply, dryRun=All)", cluster=transport.cluster_label, crd=name)
-        return ["the apply of release N+1 (dry-run) was refused: %s" % (error.api_message or error.message)]
-    return differences(without_volatile(live), without_volatile(resp.json()))
+        return ["the apply of %s (dry-run) was refused: %s" % (release, error.api_message or error.message)]
+    return differences(without_volatile(live, ignored), without_volatile(resp.json(), ignored))
 
 
 def unserved_entries(transport: Transport, crd: Crd, page_size: int) -> Tuple[int, List[Dict[str, Any]]]:

@@ -28,7 +28,7 @@ def test_plan_after_the_flip_of_release_n():
     plan_of_new = new.pop("plan")
     assert new == {"name": "new.io", "new": True, "stored_versions": [], "object_count": 0, "storage_after_flip": "v1",
                    "needs_migration": False, "blocked_removals": [], "removed_versions": [],
-                   "target_removes_storage": False}
+                   "target_removes_storage": False, "release_in_effect": False}
     assert (plan_of_new["action"], plan_of_new["stored_after"], plan_of_new["to_restore"]) == ("create at v1", ["v1"], 0)
     assert crd_upgrade_plan([], [], {}) == []
 
@@ -56,7 +56,7 @@ def test_result_starts_from_the_plan_and_each_phase_fills_in_its_part():
         "name": "a.io", "new": False, "stored_before": ["v1"], "storage_before": "v1", "storage_version": "v2",
         "objects": 5, "blocked_removals": [], "removed_versions": [], "conversion": "None", "stored_after": None,
         "listed": None, "rewritten": None, "unchanged": None, "gone": None, "failed": None, "duration_s": None,
-        "objects_per_s": None, "skipped": None, "first_failure": None, "trimmed": False, "etcd": None,
+        "objects_per_s": None, "skipped": None, "first_failure": None, "drain": None, "trimmed": False, "etcd": None,
         "upgraded": False, "read_back": None, "proof": None, "managed_fields": None, "storage_diff": None, "client_check": None,
         "plan": plan[0]["plan"]}
     assert list(only_plan[0]) == list(only_plan[1])
@@ -220,3 +220,17 @@ def test_check_mode_plan_says_what_following_the_releases_would_remove():
     # without a preview (a real run plans before anything is applied) the plan has no such step
     (a,) = crd_upgrade_plan([live("a.io", ["v1"], "v1")], ["a.io"], {})
     assert a["plan"]["removes_fields"] == [] and a["plan"]["action"] == "nothing to do"
+
+
+def test_release_n_in_effect_is_said_in_the_plan_and_changes_nothing():
+    """discover found release N in effect (its apply would change only managedFields): no flip, a note, no step."""
+    plan = crd_upgrade_plan([live("a.io", ["v2"], "v2", release_in_effect=True, migration_record={"valid": True}),
+                             live("b.io", ["v1"], "v1", release_in_effect=False)], ["a.io", "b.io"],
+                            {"a.io": "v2", "b.io": "v2"}, migrate=True)
+    a, b = plan
+    assert a["release_in_effect"] and not b["release_in_effect"]
+    assert a["plan"]["notes"] == ["release N already in effect, not re-applied"] and b["plan"]["notes"] == []
+    assert not a["plan"]["flip"] and b["plan"]["flip"]
+    assert crd_upgrade_plan_line(a) == "a.io: nothing to do; release N already in effect, not re-applied"
+    assert crd_upgrade_plan_line(b).startswith("b.io: storage v1 -> v2")
+    assert "already in effect" not in crd_upgrade_plan_line(b)

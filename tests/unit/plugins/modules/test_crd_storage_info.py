@@ -23,6 +23,7 @@ def test_info(cluster, capsys):
     crd = out["crds"][0]
     assert crd["name"] == NAME and crd["object_count"] == 12 and crd["needs_migration"]
     assert crd["stored_versions"] == ["v1", "v2"] and crd["migration_record"]["valid"] is False
+    assert crd["release_in_effect"] is None and crd["release_changes"] == []  # no release_check: not asked
     assert cluster.writes() == [] and getattr(cluster, "closed", False)
     assert cluster.seen["options"].context == "prod" and cluster.seen["kw"]["pool_size"] == 2
 
