@@ -60,7 +60,7 @@ def release_changes(transport: Transport, doc: Mapping[str, Any], field_manager:
         changes = [] if established(live) else ["the CRD is not Established"]
         return changes + apply_changes(transport, doc, field_manager, ignored=OWNERSHIP, release="release N",
                                        live=live)
-    except CrdOpsError as exc:
+    except (CrdOpsError, ValueError, KeyError, TypeError) as exc:  # TypeError, KeyError: a malformed manifest
         return ["could not check: %s" % exc]
 
 

@@ -58,7 +58,10 @@ def loads(data: bytes) -> Any:
 
 def dumps(obj: Any) -> bytes:
     if HAS_ORJSON:
-        return orjson.dumps(obj)
+        try:
+            return orjson.dumps(obj)
+        except TypeError:  # a dict key of a str subclass: ansible-core 2.16's unsafe text, in a module run in the worker
+            pass
     return json.dumps(obj, separators=(",", ":")).encode("utf-8")
 
 

@@ -88,3 +88,15 @@ def test_only_the_named_crds_of_the_release_are_checked():
     t = Scripted(live, owned_by_us_too(live))
     assert releases_in_effect(t, [doc_of(live), other], [NAME], "m") == {NAME: []}
     assert len(t.calls) == 2
+
+
+def test_a_manifest_with_keys_of_a_str_subclass_is_sent():
+    """ansible-core 2.16 hands a module run in the worker its dict arguments with keys of its unsafe text (a str
+    subclass), which orjson refuses; the body is then written by json."""
+    class Unsafe(str):
+        pass
+
+    live = live_crd()
+    doc = {Unsafe(k): v for k, v in doc_of(live).items()}
+    t = Scripted(live, owned_by_us_too(live))
+    assert release_changes(t, doc, "m") == []
