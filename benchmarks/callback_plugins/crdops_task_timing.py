@@ -6,6 +6,9 @@
 profile_tasks times a task from its start to the next task's start over all hosts of a batch; a fleet needs
 the time per host (a worker picks a host's task up when a fork is free), so `v2_runner_on_start` marks the
 start and the result callbacks the end. Written to $CRDOPS_TASK_TIMING (a file path), appended to.
+Each line also has `cpu_start` / `cpu_end`: ansible-playbook's CPU-seconds so far, its own and its reaped children's
+(workers and the module processes below them); with one host and one fork, the difference from one task's start to
+the next one's is what that task cost the controller.
 """
 from __future__ import annotations
 
@@ -40,16 +43,23 @@ class CallbackModule(CallbackBase):
     def v2_playbook_on_play_start(self, play) -> None:
         self._play = play.get_name()
 
+    @staticmethod
+    def _cpu() -> float:
+        t = os.times()
+        return round(t.user + t.system + t.children_user + t.children_system, 3)
+
     def v2_runner_on_start(self, host, task) -> None:
-        self._started[(host.get_name(), task._uuid)] = time.time()
+        self._started[(host.get_name(), task._uuid)] = (time.time(), self._cpu())
 
     def _end(self, result, status: str) -> None:
         host, task = result._host.get_name(), result._task
-        start = self._started.pop((host, task._uuid), None)
-        if start is None:
+        started = self._started.pop((host, task._uuid), None)
+        if started is None:
             return
+        start, cpu_start = started
         self._lines.append(json.dumps({"host": host, "task": task.get_name(), "action": task.action,
-                                       "play": self._play, "start": start, "end": time.time(), "status": status}))
+                                       "play": self._play, "start": start, "end": time.time(), "status": status,
+                                       "cpu_start": cpu_start, "cpu_end": self._cpu()}))
         if len(self._lines) >= 500:
             self._flush()
 

@@ -6,10 +6,7 @@
 
 from __future__ import annotations
 
-import re
-
 MAX_MESSAGE = 500
-_APPLY_PREFIX = re.compile(r"^Failed to apply object: ")
 
 
 def _short(text, limit=MAX_MESSAGE):
@@ -17,20 +14,10 @@ def _short(text, limit=MAX_MESSAGE):
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def crd_upgrade_refusals(docs, answers):
-    """``<CRD>: <message>`` for each manifest of release N+1 the server-side dry-run refused.
-
-    ``answers`` are kubernetes.core.k8s's per-definition results, in the order of ``docs``.
-    """
-    out = []
-    for index, doc in enumerate(docs or []):
-        answer = answers[index] if index < len(answers or []) else {}
-        error = (answer or {}).get("error")
-        if error is None:
-            continue
-        message = error.get("msg", error) if isinstance(error, dict) else error
-        out.append("%s: %s" % ((doc.get("metadata") or {}).get("name"), _short(_APPLY_PREFIX.sub("", str(message)))))
-    return out
+def crd_upgrade_refusals(crds):
+    """``<CRD>: <message>`` for each manifest of release N+1 the server-side dry-run refused (crd_release_apply's
+    ``crds``), the message cut to about 500 characters."""
+    return ["%s: %s" % (crd.get("name"), _short(crd["error"])) for crd in crds or [] if crd.get("error") is not None]
 
 
 def crd_upgrade_leftovers(crds):

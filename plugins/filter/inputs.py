@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
+import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
@@ -23,6 +24,8 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.report_runs import keep_count
 
 ROLE_DOC = "ansible-doc -t role crdops.migration.crd_upgrade"
+NOTHING_SELECTED = ("no CRDs selected: set crd_upgrade_crd_names or crd_upgrade_release_manifests / "
+                    "crd_upgrade_target_manifests")
 
 
 def known_variables(spec: Optional[Mapping[str, Any]], own: Iterable[str] = ()) -> List[str]:
@@ -51,11 +54,22 @@ def unknown_variables(variables: Iterable[str], known: Sequence[str]) -> List[st
         "s" if len(unknown) > 1 else "", ", ".join(unknown), "them" if len(unknown) > 1 else "it", ROLE_DOC)]
 
 
+def plain(value: Any) -> Any:
+    """``value`` with every mapping a dict and every sequence a list. The validator deep-copies what it checks, and a
+    template engine's lazy container copies its engine along (plugin loaders, each warning on the way): for the role's
+    few list and dict variables that was about a third of a CPU-second per cluster on ansible-core 2.19+."""
+    if isinstance(value, Mapping):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    return value
+
+
 def invalid_values(values: Mapping[str, Any], spec: Optional[Mapping[str, Any]], entry_point: str) -> List[str]:
     """The role's argument spec checks of the values set, one short message: the setting, what is wrong and
     where the spec is (not ansible-core's validation task, whose failure prints the whole spec)."""
     options = ((((spec or {}).get("argument_specs") or {}).get(entry_point) or {}).get("options")) or {}
-    given = {name: value for name, value in (values or {}).items() if name in options}
+    given = {name: plain(value) for name, value in (values or {}).items() if name in options}
     if not given:
         return []
     # only the options set: the role's defaults hold the rest, and `required` is checked for what is set
@@ -108,11 +122,24 @@ def _skipped_line(label: str, skipped: Sequence[Mapping[str, str]]) -> str:
     return "%s: %s" % (label, summary) if summary else ""
 
 
+def argument_spec_of(spec: Any) -> Optional[Mapping[str, Any]]:
+    """The role's argument spec: as given, or read from the file a string names. A path keeps the spec out of the
+    template engine: handed over as a parsed mapping, each of its few hundred strings is checked for a template
+    when the validator copies it, about a third of a CPU-second per cluster on ansible-core 2.19+."""
+    if not isinstance(spec, str):
+        return spec
+    with open(spec, encoding="utf-8") as fh:
+        loaded: Mapping[str, Any] = yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return loaded
+
+
 def crd_upgrade_inputs(variables: Iterable[str], release: Any = (), target: Any = (), crd_names: Any = (),
-                       spec: Optional[Mapping[str, Any]] = None, own: Iterable[str] = (),
+                       spec: Any = None, own: Iterable[str] = (),
                        values: Optional[Mapping[str, Any]] = None, entry_point: str = "main",
-                       installed: Any = ()) -> Dict[str, Any]:
-    """Everything init needs from the role's variables, and ``errors`` (empty when all is well)."""
+                       installed: Any = (), require_crds: bool = False) -> Dict[str, Any]:
+    """Everything init needs from the role's variables, and ``errors`` (empty when all is well); with
+    ``require_crds``, no CRD selected is one of them. ``spec`` is the argument spec or the path of its file."""
+    spec = argument_spec_of(spec)
     errors = unknown_variables(variables, known_variables(spec, own))
     keep_errors = report_keep_error(values or {})
     # said once: the spec's own int check would name the same variable again
@@ -124,13 +151,16 @@ def crd_upgrade_inputs(variables: Iterable[str], release: Any = (), target: Any 
     before = _read(installed, "crd_upgrade_installed_manifests", errors)
     skipped = [_skipped_line("crd_upgrade_release_manifests", rel["skipped"]),
                _skipped_line("crd_upgrade_target_manifests", tgt["skipped"])]
+    names = _names(crd_names, rel["crds"] + tgt["crds"])
+    if require_crds and not names and not errors:  # a manifest that could not be read says so itself
+        errors.append(NOTHING_SELECTED)
     return {
         "errors": errors,
         "release_files": rel["files"], "release_docs": rel["crds"],
         "target_files": tgt["files"], "target_docs": tgt["crds"],
         "installed_docs": before["crds"],
         "release_storage": _storage_versions(rel["crds"]),
-        "names": _names(crd_names, rel["crds"] + tgt["crds"]),
+        "names": names,
         "skipped": [line for line in skipped if line],
     }
 

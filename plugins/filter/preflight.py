@@ -76,38 +76,6 @@ def crd_upgrade_access_checks(existing, names=(), release=(), migrate=False, tri
     return _unique(checks + _canary_checks(existing, canary))
 
 
-def crd_upgrade_access_reviews(checks):
-    """One SelfSubjectAccessReview definition per access check."""
-    return [{"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-             "spec": {"resourceAttributes": check}} for check in checks or []]
-
-
-def _denial(answer):
-    status = (answer.get("result") or {}).get("status") or {}
-    if status.get("allowed"):
-        return None
-    if "reason" in status:
-        return status["reason"]
-    return (answer.get("error") or {}).get("msg", "denied")
-
-
-def crd_upgrade_access_missing(checks, answers):
-    """``<verb> <resource>[/<subresource>].<group>[ in namespace <ns>] (<reason>)`` per check not allowed.
-
-    ``answers`` are kubernetes.core.k8s's per-definition results, in the order of ``checks``.
-    """
-    answers = list(answers or [])
-    out = []
-    for index, check in enumerate(checks or []):
-        why = _denial(answers[index] if index < len(answers) else {})
-        if why is None:
-            continue
-        out.append("%s %s%s.%s%s (%s)" % (
-            check["verb"], check["resource"], "/" + check["subresource"] if "subresource" in check else "",
-            check["group"], " in namespace %s" % check["namespace"] if "namespace" in check else "", why))
-    return out
-
-
 def crd_upgrade_rejections(crds):
     """``<CRD> [<ns>/]<name>: HTTP <status> <kind>: <message>`` per rejection predicted by crd_storage_migrate's
     check-mode run (``crds[].predicted_rejections``); messages cut to about 400 characters."""

@@ -26,7 +26,7 @@ from ansible_collections.crdops.migration.plugins.filter.phases import (
     crd_upgrade_plan, crd_upgrade_plan_line, crd_upgrade_report_clusters, crd_upgrade_result_crds, crd_upgrade_still_stored,
     crd_upgrade_storage_removed, crd_upgrade_unrecorded)
 from ansible_collections.crdops.migration.plugins.filter.preflight import (
-    crd_upgrade_access_checks, crd_upgrade_access_missing, crd_upgrade_access_reviews, crd_upgrade_rejections)
+    crd_upgrade_access_checks, crd_upgrade_rejections)
 from ansible_collections.crdops.migration.plugins.filter.storage_diff import (
     storage_diff_lines, storage_diff_pruning, storage_diff_pruning_message)
 
@@ -40,8 +40,6 @@ STEPS = {
     "inputs": crd_upgrade_inputs,
     # preflight
     "access_checks": crd_upgrade_access_checks,
-    "access_reviews": crd_upgrade_access_reviews,
-    "access_missing": crd_upgrade_access_missing,
     "rejections": crd_upgrade_rejections,
     # discover, storage flip, storage diff
     "plan": crd_upgrade_plan,

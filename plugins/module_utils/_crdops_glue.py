@@ -82,9 +82,11 @@ KUBECONFIG_SECRET_KEYS = frozenset([
 ])
 
 
-def argument_spec(*extra):
+def argument_spec(*extra, **kwargs):
+    """The connection options, the CRD selection (unless ``selection=False``) and each of ``extra``."""
     spec = copy.deepcopy(AUTH_ARG_SPEC)
-    spec.update(copy.deepcopy(SELECTION_ARG_SPEC))
+    if kwargs.get("selection", True):
+        spec.update(copy.deepcopy(SELECTION_ARG_SPEC))
     for e in extra:
         spec.update(copy.deepcopy(e))
     return spec
@@ -162,6 +164,8 @@ class Job:
 
     RESULT = {}
     WHAT = "the task"
+    # False for a job about the cluster rather than its CRDs (no selection options; ``run`` gets no CRDs)
+    SELECTS_CRDS = True
 
     def __init__(self, params, check_mode=False, warn=None, diff=False):
         self.params = params
@@ -222,13 +226,14 @@ def execute(job):
     transport = None
     try:
         job.prepare()
-        selection = selection_from(job.params)
-        selection.validate()
+        selection = selection_from(job.params) if job.SELECTS_CRDS else None
+        if selection is not None:
+            selection.validate()
         link = job.transport_options()
         link.validate()
         transport = connect_from(job.params, link)
         job.result["cluster"] = transport.cluster_label
-        job.run(transport, select_crds(transport, selection))
+        job.run(transport, select_crds(transport, selection) if selection is not None else [])
         job.finish()
     except CrdOpsError as exc:
         return failure(exc.with_context(cluster=job.result.get("cluster")), **job.partial(exc))

@@ -71,7 +71,8 @@ class JobAction(ActionBase):
             if not wrap_async:
                 self._remove_tmp_path(self._connection._shell.tmpdir)
             return result
-        params, no_log, errors = validate_args(argument_spec(self.OPTIONS), self._task.args)
+        spec = argument_spec(self.OPTIONS, selection=self.JOB.SELECTS_CRDS)
+        params, no_log, errors = validate_args(spec, self._task.args)
         if errors:
             return merge_hash(result, redact(failure(BadInputError("; ".join(errors)), changed=False), no_log))
         return merge_hash(result, redact(self.run_here(params), no_log))

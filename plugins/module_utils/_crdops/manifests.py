@@ -124,7 +124,8 @@ def _load_file(path: str) -> List[Any]:
         raise BadInputError("PyYAML is required to read CRD manifest files (%s)" % path)
     try:
         with open(path, encoding="utf-8") as fh:
-            return list(yaml.safe_load_all(fh))
+            # libyaml's parser when PyYAML has it: the same safe constructors, a release bundle parsed ~10x faster
+            return list(yaml.load_all(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
     except OSError as exc:
         raise BadInputError("cannot read CRD manifest %s: %s" % (path, exc.strerror or exc)) from exc
     except yaml.YAMLError as exc:

@@ -15,12 +15,11 @@ def crd(name="w.example.com", removed=("v1alpha1",), stored=("v1beta1",), valid=
             "migration_record": {"valid": valid, "reason": reason, "present": valid}}
 
 
-def test_refusals_name_the_crd_and_strip_the_prefix():
-    docs = [{"metadata": {"name": "a.x"}}, {"metadata": {"name": "b.x"}}]
-    answers = [{"changed": False}, {"error": {"msg": "Failed to apply object: " + "x" * 600}}]
-    [line] = crd_upgrade_refusals(docs, answers)
+def test_refusals_name_the_crd_and_cut_long_messages():
+    crds = [{"name": "a.x", "action": "unchanged", "error": None}, {"name": "b.x", "action": "refused", "error": "x" * 600}]
+    [line] = crd_upgrade_refusals(crds)
     assert line.startswith("b.x: xxx") and len(line) == len("b.x: ") + 500 and line.endswith("...")
-    assert crd_upgrade_refusals(docs, [{}]) == []  # fewer answers than docs: nothing invented
+    assert crd_upgrade_refusals(crds[:1]) == [] and crd_upgrade_refusals(None) == []
 
 
 def test_leftovers():

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from ansible_collections.crdops.migration.plugins.filter.inputs import crd_upgrade_inputs
+from ansible_collections.crdops.migration.plugins.filter.inputs import crd_upgrade_inputs, plain
 from tests.unit.crdops_fakes import make_crd
 
 REPO = Path(__file__).resolve().parents[4]
@@ -88,3 +88,36 @@ def test_report_keep_is_a_known_whole_number_said_once():
                                     values={"crd_upgrade_report_keep": bad})["errors"]
         assert errors == ["crd_upgrade_report_keep: %r is not a number of run folders to keep: set a whole number, "
                           "0 or more (0 keeps every run folder; default 30)" % (bad,)], errors
+
+
+def test_no_crd_selected_is_an_error_of_the_upgrade_only_when_nothing_else_is_wrong(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    nothing = ("no CRDs selected: set crd_upgrade_crd_names or crd_upgrade_release_manifests / "
+               "crd_upgrade_target_manifests")
+    assert crd_upgrade_inputs([], spec=SPEC, own=OWN, require_crds=True)["errors"] == [nothing]
+    assert crd_upgrade_inputs([], spec=SPEC, own=OWN)["errors"] == []   # the report entry points select no CRD
+    assert crd_upgrade_inputs([], crd_names="a.example.com", spec=SPEC, own=OWN, require_crds=True)["errors"] == []
+    # a manifest that cannot be read is the error, not the empty selection it leaves
+    got = crd_upgrade_inputs([], release=["missing/*.yaml"], spec=SPEC, own=OWN, require_crds=True)["errors"]
+    assert len(got) == 1 and "matches no file" in got[0], got
+
+
+def test_the_spec_is_read_from_its_file_and_values_are_checked_as_plain_data():
+    path = str(REPO / "roles" / "crd_upgrade" / "meta" / "argument_specs.yml")
+    given = {"crd_upgrade_barrier_fallback": "wait", "crd_upgrade_auth": {"context": "a"},
+             "crd_upgrade_crd_names": ("a.example.com",)}
+    got = crd_upgrade_inputs(list(given), spec=path, own=OWN, values=given, crd_names=["a.example.com"])
+    assert got["errors"] == ["value of crd_upgrade_barrier_fallback must be one of: fail, settle, got: wait - see "
+                             "ansible-doc -t role crdops.migration.crd_upgrade"]
+    assert got["errors"] == crd_upgrade_inputs(list(given), spec=SPEC, own=OWN, values=given,
+                                               crd_names=["a.example.com"])["errors"]
+
+
+def test_plain_data_has_dicts_and_lists_only():
+    class Lazy(dict):
+        def __deepcopy__(self, memo):
+            raise AssertionError("copied a lazy container")
+
+    value = plain({"a": Lazy(b=(1, Lazy(c=[2]))), "d": "x"})
+    assert value == {"a": {"b": [1, {"c": [2]}]}, "d": "x"}
+    assert not isinstance(value["a"], Lazy) and not isinstance(value["a"]["b"][1], Lazy)

@@ -4,8 +4,7 @@
 from __future__ import annotations
 
 from ansible_collections.crdops.migration.plugins.filter.preflight import (
-    crd_upgrade_access_checks, crd_upgrade_access_missing, crd_upgrade_access_reviews,
-    crd_upgrade_rejections, truncate)
+    crd_upgrade_access_checks, crd_upgrade_rejections, truncate)
 
 CRDS = "customresourcedefinitions"
 WIDGETS = {"name": "widgets.example.com", "group": "example.com", "kind": "Widget", "conversion": {"strategy": "None"}}
@@ -52,23 +51,6 @@ def test_checks_are_not_repeated_and_apply_alone_patches_crds():
                       {"group": "example.com", "resource": "widgets", "verb": "create"},
                       {"group": "example.com", "resource": "widgets", "verb": "update"},
                       {"group": "example.com", "resource": "widgets", "verb": "delete"}]
-
-
-def test_reviews_and_what_they_did_not_grant():
-    checks = [crd_check("get"), crd_check("patch", subresource="status"),
-              {"group": "coordination.k8s.io", "resource": "leases", "verb": "create", "namespace": "ops"},
-              {"group": "example.com", "resource": "widgets", "verb": "list"}]
-    reviews = crd_upgrade_access_reviews(checks)
-    assert reviews[1] == {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-                          "spec": {"resourceAttributes": checks[1]}}
-    answers = [{"result": {"status": {"allowed": True}}},
-               {"result": {"status": {"allowed": False, "reason": "no RBAC policy matched"}}},
-               {"error": {"msg": "Forbidden"}}]  # and no answer at all for the fourth
-    assert crd_upgrade_access_missing(checks, answers) == [
-        "patch customresourcedefinitions/status.apiextensions.k8s.io (no RBAC policy matched)",
-        "create leases.coordination.k8s.io in namespace ops (Forbidden)",
-        "list widgets.example.com (denied)"]
-    assert crd_upgrade_access_missing(checks[:1], answers[:1]) == []
 
 
 def test_rejections_name_the_object_and_cut_long_messages():

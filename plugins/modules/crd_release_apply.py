@@ -1,0 +1,162 @@
+#!/usr/bin/python
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: crd_release_apply
+short_description: Server-side apply the CRD manifests of a release and wait until each is Established
+version_added: 1.2.0
+author:
+  - crdops.migration contributors (@crdops)
+description:
+  - Applies each CRD of O(manifests), in order, with a server-side apply as O(field_manager) (forced by default, as
+    C(server_side_apply.force_conflicts) of M(kubernetes.core.k8s)), then waits until every CRD applied reports the
+    condition C(Established) (O(wait), O(wait_timeout)).
+  - In check mode the same applies are sent with C(dryRun=All) - the apiserver validates them (the storage version
+    rule, C(status.storedVersions), the schema) and stores nothing - and nothing is waited for.
+  - A refused apply fails the task naming the CRD and the apiserver's message, unless O(continue_on_error) is set;
+    then every manifest is tried and each refusal is returned (RV(crds[].error)). Apply a release with a dry-run first
+    to refuse all of it before any of it is applied.
+  - The request is the one M(kubernetes.core.k8s) sends for C(apply) with C(server_side_apply); this module sends it
+    without a module process when the task runs on the controller (its action plugin), and without API discovery.
+extends_documentation_fragment:
+  - crdops.migration._auth
+  - crdops.migration._attributes
+  - crdops.migration._attributes.actiongroup_crdops
+attributes:
+  check_mode:
+    details: the applies are sent with C(dryRun=All); RV(crds[].action) says what each would do
+options:
+  manifests:
+    description:
+      - The release's CRD manifests - file paths, globs (sorted by name) or CRDs as dictionaries; multi-document files
+        are read, documents that are not CRDs are skipped (RV(skipped_documents)), a manifest's C(status) is never sent.
+    type: list
+    elements: raw
+    required: true
+  field_manager:
+    description: The field manager of the apply (as C(server_side_apply.field_manager) of M(kubernetes.core.k8s)).
+    type: str
+    default: crdops-migration
+  force_conflicts:
+    description: Take over fields another manager owns (as C(server_side_apply.force_conflicts) of M(kubernetes.core.k8s)).
+    type: bool
+    default: true
+  wait:
+    description: After a real apply, wait until every CRD applied reports the condition C(Established) C(True).
+    type: bool
+    default: true
+  wait_timeout:
+    description: Seconds to wait for C(Established) before the task fails naming the CRDs not established.
+    type: int
+    default: 120
+  continue_on_error:
+    description: Try every manifest and return each refusal instead of failing at the first one.
+    type: bool
+    default: false
+seealso:
+  - module: kubernetes.core.k8s
+  - module: crdops.migration.crd_release_follow
+'''
+
+EXAMPLES = r'''
+- name: Would the apiserver accept release 2.0? (dry-run, nothing stored)
+  crdops.migration.crd_release_apply:
+    context: prod-eu-1
+    manifests: [releases/2.0/crds/*.yaml]
+    continue_on_error: true
+  check_mode: true
+  register: dry_run
+
+- name: Apply release 2.0 when it would be accepted whole
+  crdops.migration.crd_release_apply:
+    context: prod-eu-1
+    manifests: [releases/2.0/crds/*.yaml]
+  when: dry_run.refused | length == 0
+'''
+
+RETURN = r'''
+crds:
+  description: One entry per CRD manifest, in the order given.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name: {description: "CRD name.", type: str, returned: always}
+    action:
+      description: C(created), C(configured), C(unchanged) (the apiserver's answer equals the CRD read before, but for
+        C(resourceVersion)) or C(refused); in check mode what the apply would do.
+      type: str
+      returned: always
+    changed: {description: "The CRD was (in check mode would be) created or changed.", type: bool, returned: always}
+    changes: {description: "Paths that changed (for example C(.spec.versions)), at most six.", type: list, elements: str, returned: always}
+    error: {description: "The apiserver's message when it refused the apply (null otherwise).", type: str, returned: always}
+    established: {description: "C(true) once waited for; null when not waited for (check mode, O(wait=false), refused).", type: bool, returned: always}
+refused:
+  description: "C(<CRD>: <the apiserver's message>) per refused apply."
+  returned: always
+  type: list
+  elements: str
+skipped_documents:
+  description: Documents of O(manifests) that are not CRDs (file, index, kind).
+  returned: always
+  type: list
+  elements: dict
+cluster:
+  description: Secret-free name of the cluster.
+  returned: always
+  type: str
+'''
+
+from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import Job, argument_spec, run_module
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests import read_manifests
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release_apply import apply_release
+
+OPTIONS = dict(
+    manifests=dict(type="list", elements="raw", required=True),
+    field_manager=dict(type="str", default="crdops-migration"),
+    force_conflicts=dict(type="bool", default=True),
+    wait=dict(type="bool", default=True),
+    wait_timeout=dict(type="int", default=120),
+    continue_on_error=dict(type="bool", default=False),
+)
+
+
+class ReleaseApply(Job):
+    RESULT = dict(crds=[], refused=[], skipped_documents=[])
+    WHAT = "crd_release_apply"
+    SELECTS_CRDS = False
+
+    def prepare(self):
+        p = self.params
+        if p["wait_timeout"] < 0:
+            raise BadInputError("wait_timeout must be >= 0, got %d" % p["wait_timeout"])
+        manifests = read_manifests(p["manifests"], label="manifests")
+        self.docs = [m.doc for m in manifests.crds]
+        self.result["skipped_documents"] = [s.as_dict() for s in manifests.skipped]
+
+    def record(self, applied):
+        self.result["crds"].append(applied.to_dict())
+        self.result["changed"] = self.result["changed"] or applied.changed
+        if applied.error is not None:
+            self.result["refused"].append("%s: %s" % (applied.name, applied.error))
+
+    def run(self, transport, crds):
+        p = self.params
+        apply_release(transport, self.docs, p["field_manager"], force=p["force_conflicts"], dry_run=self.check_mode,
+                      wait=p["wait"], timeout=p["wait_timeout"], continue_on_error=p["continue_on_error"],
+                      record=self.record)
+        for out in self.result["crds"]:
+            out["established"] = True if (p["wait"] and not self.check_mode and out["error"] is None) else None
+
+
+def main():
+    run_module(argument_spec(OPTIONS, selection=False), ReleaseApply)
+
+
+if __name__ == "__main__":
+    main()
