@@ -15,8 +15,9 @@ description:
   - One line per message, prefixed with the cluster (the inventory host) and the step, so the lines of
     clusters that run side by side in one wave still read apart.
   - Failures print as the default callback prints them (the task header and the whole error). C(-v) prints
-    every task as the default callback does; below C(-v) the options O(display_ok_hosts),
-    O(display_skipped_hosts) and O(display_included_hosts) are off whatever they are set to.
+    every task as the default callback does; below C(-v) the options O(display_ok_hosts) and
+    O(display_skipped_hosts) (and C(display_included_hosts) where ansible-core has it) are off whatever they
+    are set to.
   - Set it as the stdout callback, for example C(ANSIBLE_STDOUT_CALLBACK=crdops.migration.runbook) or
     C(stdout_callback = crdops.migration.runbook) in the C([defaults]) section of C(ansible.cfg). AWX and
     ansible-runner install their own stdout callback and show every task as structured events instead.
