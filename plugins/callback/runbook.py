@@ -88,7 +88,9 @@ class CallbackModule(DefaultCallback):
             return None  # an include says nothing; a loop's items have been shown one by one
         lines = _message_lines(task, payload)
         if lines is None and not payload.get("changed"):
-            return super().v2_runner_on_ok(result)
+            # a quiet task's result is not shown, its warnings and deprecations are (the default callback,
+            # told not to show ok results, drops them with the result)
+            return self._warnings_of(result)
         return self._say(result, lines if lines is not None else ["changed"])
 
     def v2_runner_item_on_ok(self, result):
@@ -98,8 +100,8 @@ class CallbackModule(DefaultCallback):
         lines = _message_lines(task, payload)
         if lines is None:
             if payload.get("changed"):
-                self._say(result, [f"changed (item={self._get_item_label(payload)})"])
-            return None
+                return self._say(result, [f"changed (item={self._get_item_label(payload)})"])
+            return self._warnings_of(result)
         return self._say(result, lines)
 
     def v2_playbook_on_include(self, included_file):
