@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .errors import BadInputError
-from .transport import Transport, dumps, error_from_response
+from .transport import JSON, Transport, dumps, error_from_response
 
 REVIEWS = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
-JSON = "application/json"
 FIELDS = ("verb", "group", "resource", "subresource", "namespace", "name", "version")
 REQUIRED = ("verb", "resource")
 

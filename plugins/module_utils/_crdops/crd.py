@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 CRD_API = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
@@ -154,3 +154,10 @@ def stale_managed_fields_of(managed_fields: Any, group: str, served: List[str]) 
             out.append({"manager": entry.get("manager"), "operation": entry.get("operation"),
                         "apiVersion": api_version})
     return out
+
+
+def is_established(crd: Mapping[str, Any]) -> bool:
+    """Whether a CRD as the apiserver sent it reports the condition Established True (its names are accepted)."""
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(isinstance(c, dict) and c.get("type") == "Established" and c.get("status") == "True"
+               for c in conditions)

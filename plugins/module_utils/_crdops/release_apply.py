@@ -17,8 +17,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-from .crd import crd_path
-from .errors import CrdOpsError, OutcomeError
+from .crd import crd_path, is_established
+from .errors import CrdOpsError, NotFoundError, OutcomeError
+from .selection import get_crd_raw
 from .settled import differences, without_volatile
 from .transport import APPLY_PATCH, Transport, dumps, error_from_response
 
@@ -49,13 +50,11 @@ def _name(doc: Mapping[str, Any]) -> str:
 
 
 def _live(transport: Transport, name: str) -> Optional[Dict[str, Any]]:
-    resp = transport.request("GET", crd_path(name))
-    if resp.status == 404:
+    """The CRD as the apiserver sends it; None when it does not exist yet."""
+    try:
+        return get_crd_raw(transport, name)
+    except NotFoundError:
         return None
-    if not resp.ok:
-        raise error_from_response(resp, "GET CRD", cluster=transport.cluster_label, crd=name)
-    live: Dict[str, Any] = resp.json()
-    return live
 
 
 def apply_one(transport: Transport, doc: Mapping[str, Any], field_manager: str, force: bool = True,
@@ -74,11 +73,6 @@ def apply_one(transport: Transport, doc: Mapping[str, Any], field_manager: str, 
         return Applied(name, "created", ["."])
     changes = differences(without_volatile(before), without_volatile(resp.json()))
     return Applied(name, "configured" if changes else "unchanged", changes)
-
-
-def is_established(crd: Mapping[str, Any]) -> bool:
-    conditions = (crd.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
 
 def wait_established(transport: Transport, names: Sequence[str], timeout: float,

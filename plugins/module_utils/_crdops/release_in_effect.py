@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Sequence
 
+from .crd import is_established
 from .errors import CrdOpsError
 from .selection import get_crd_raw
 from .settled import VOLATILE_METADATA, apply_changes
@@ -45,19 +46,13 @@ from .transport import Transport
 OWNERSHIP = VOLATILE_METADATA + ("managedFields",)
 
 
-def established(crd: Mapping[str, Any]) -> bool:
-    conditions = (crd.get("status") or {}).get("conditions") or []
-    return any(isinstance(c, dict) and c.get("type") == "Established" and c.get("status") == "True"
-               for c in conditions)
-
-
 def release_changes(transport: Transport, doc: Mapping[str, Any], field_manager: str) -> List[str]:
     """What applying release N's ``doc`` as ``field_manager`` (forced) would change on the live CRD besides field
     ownership; [] when release N is in effect. An error is a change: the real apply then reports it in its words."""
     name = str((doc.get("metadata") or {}).get("name") or "")
     try:
         live = get_crd_raw(transport, name)
-        changes = [] if established(live) else ["the CRD is not Established"]
+        changes = [] if is_established(live) else ["the CRD is not Established"]
         return changes + apply_changes(transport, doc, field_manager, ignored=OWNERSHIP, release="release N",
                                        live=live)
     except (CrdOpsError, ValueError, KeyError, TypeError) as exc:  # TypeError, KeyError: a malformed manifest
