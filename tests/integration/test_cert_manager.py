@@ -24,8 +24,9 @@ GROUP = "cert-manager.io"
 PLURALS = ("certificaterequests", "certificates", "issuers")
 NAMESPACE = "cm-e2e"
 CSR = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlJQ3ZEQ0NBYVFDQVFBd0R6RU5NQXNHQTFVRUF3d0VkR1Z6ZERDQ0FTSXcK"
-COUNTS = {"certificates": 6, "issuers": 3, "certificaterequests": 3}
+COUNTS = {"certificates": 6, "issuers": 4, "certificaterequests": 3}
 SELF_SIGNED = "bootstrap-selfsigned"  # the third Issuer
+ACME = "letsencrypt-dns"  # the fourth: its solvers, an atomic list, are renamed inside by the conversion
 
 
 @pytest.fixture()
@@ -69,10 +70,21 @@ def _self_signed_issuer(version: str, spec: dict) -> dict:
             "metadata": {"name": SELF_SIGNED, "namespace": NAMESPACE}, "spec": spec}
 
 
+def _acme_issuer(version: str, provider: str, project: str) -> dict:
+    """An ACME Issuer with one DNS-01 solver; `provider` is `clouddns` at v1alpha2 and `cloudDNS` at v1."""
+    solver = {"selector": {"dnsZones": ["example.com"]},
+              "dns01": {provider: {"project": project,
+                                   "serviceAccountSecretRef": {"name": "clouddns-sa", "key": "key.json"}}}}
+    return {"apiVersion": f"{GROUP}/{version}", "kind": "Issuer", "metadata": {"name": ACME, "namespace": NAMESPACE},
+            "spec": {"acme": {"server": "https://acme.example.com/directory",
+                              "privateKeySecretRef": {"name": "acme-account"}, "solvers": [solver]}}}
+
+
 def _write_objects(kube) -> None:
     """Half the Certificates by server-side apply (manager `kubectl`, as `kubectl apply --server-side`), half by
     POST; the bootstrap Issuer `spec: {selfSigned: {}}` by server-side apply (its entry owns a struct and none of
-    its fields: `f:spec: {f:selfSigned: {}}`), the other Issuers by POST."""
+    its fields: `f:spec: {f:selfSigned: {}}`), an ACME Issuer by server-side apply (its entry owns the atomic list
+    `f:solvers`), the other Issuers by POST."""
     for i in range(COUNTS["certificates"]):
         path = objects_path(GROUP, "v1alpha2", "certificates", NAMESPACE)
         if i % 2:
@@ -80,13 +92,16 @@ def _write_objects(kube) -> None:
         else:
             kube.request("PATCH", f"{path}/cert-{i}", json.dumps(_certificate(i)).encode(),
                          "application/apply-patch+yaml", query={"fieldManager": "kubectl"})
-    for i in range(COUNTS["issuers"] - 1):
+    for i in range(COUNTS["issuers"] - 2):
         kube.request("POST", objects_path(GROUP, "v1alpha2", "issuers", NAMESPACE),
                      {"apiVersion": f"{GROUP}/v1alpha2", "kind": "Issuer",
                       "metadata": {"name": f"issuer-{i}", "namespace": NAMESPACE},
                       "spec": {"ca": {"secretName": f"ca-key-pair-{i}"}}})
     kube.request("PATCH", objects_path(GROUP, "v1alpha2", "issuers", NAMESPACE, SELF_SIGNED),
                  json.dumps(_self_signed_issuer("v1alpha2", {"selfSigned": {}})).encode(),
+                 "application/apply-patch+yaml", query={"fieldManager": "kubectl"})
+    kube.request("PATCH", objects_path(GROUP, "v1alpha2", "issuers", NAMESPACE, ACME),
+                 json.dumps(_acme_issuer("v1alpha2", "clouddns", "dns-project")).encode(),
                  "application/apply-patch+yaml", query={"fieldManager": "kubectl"})
     for i in range(COUNTS["certificaterequests"]):
         kube.request("POST", objects_path(GROUP, "v1alpha2", "certificaterequests", NAMESPACE),
@@ -119,6 +134,8 @@ def test_cert_manager_upgrade_to_v171_leaves_no_conversion_and_every_key_at_v1(
     assert before == {p: {f"{GROUP}/v1alpha2": COUNTS[p]} for p in PLURALS}, before
     (applied,) = kube.get(objects_path(GROUP, "v1alpha2", "issuers", NAMESPACE, SELF_SIGNED))["metadata"]["managedFields"]
     assert applied["fieldsV1"] == {"f:spec": {"f:selfSigned": {}}}, applied  # a struct with none of its fields
+    (acme,) = kube.get(objects_path(GROUP, "v1alpha2", "issuers", NAMESPACE, ACME))["metadata"]["managedFields"]
+    assert acme["fieldsV1"]["f:spec"]["f:acme"]["f:solvers"] == {}, acme  # the list owned as one value
     proc = run_role(cluster, tmp_path, cm_webhook, installed, release_n)
     assert proc.returncode == 0, proc.stdout[-8000:]
     # the storage diff after the flip compared every sampled object; with v1.6.1 through cert-manager's webhook
@@ -147,6 +164,8 @@ def test_cert_manager_upgrade_to_v171_leaves_no_conversion_and_every_key_at_v1(
     assert cert["spec"]["commonName"] == "svc-2.example.com" and cert["spec"]["renewBefore"].startswith("240h")
     _ownership_kept(kube)
     _self_signed_ownership_kept(kube, applied)
+    _acme_solvers_ownership_kept(kube, acme)
+    assert "ownership reduced" not in proc.stdout, proc.stdout[-8000:]
 
 
 KEPT_PATHS = ("f:commonName", "f:dnsNames", "f:issuerRef", "f:renewBefore")  # the same paths at v1alpha2 and v1
@@ -196,3 +215,22 @@ def _self_signed_ownership_kept(kube, applied: dict) -> None:
                                                       ).encode(),
                             "application/apply-patch+yaml", query={"fieldManager": "kubectl"})
     assert switched["spec"] == {"ca": {"secretName": "root-ca"}}, switched["spec"]
+
+
+def _acme_solvers_ownership_kept(kube, applied: dict) -> None:
+    """The ACME Issuer's `kubectl` entry still owns the solvers list at v1, though cert-manager renamed
+    `dns01.clouddns` to `dns01.cloudDNS` inside it: its owner changes it without force, another manager conflicts
+    naming `kubectl`."""
+    path = objects_path(GROUP, "v1", "issuers", NAMESPACE, ACME)
+    issuer = kube.get(path)
+    assert issuer["spec"]["acme"]["solvers"][0]["dns01"]["cloudDNS"]["project"] == "dns-project"
+    (entry,) = issuer["metadata"]["managedFields"]
+    assert entry == dict(applied, apiVersion=f"{GROUP}/v1"), (applied, entry)  # manager, operation, time, paths
+    changed = kube.request("PATCH", path, json.dumps(_acme_issuer("v1", "cloudDNS", "new-project")).encode(),
+                           "application/apply-patch+yaml", query={"fieldManager": "kubectl"})
+    assert changed["spec"]["acme"]["solvers"][0]["dns01"]["cloudDNS"]["project"] == "new-project"
+    with pytest.raises(KubeError) as conflict:
+        kube.request("PATCH", path, json.dumps(_acme_issuer("v1", "cloudDNS", "other-project")).encode(),
+                     "application/apply-patch+yaml", query={"fieldManager": "argocd"})
+    message = conflict.value.body["message"]
+    assert conflict.value.status == 409 and 'with "kubectl"' in message and ".spec.acme.solvers" in message, message

@@ -23,6 +23,7 @@ from .crd_schema import ANY, LIST, LIST_MAP, LIST_SET, MAP, SCALAR, STRUCT, Node
 from .field_mapping import EXACT, FieldMapping, Template, canon
 from .errors import ConversionWebhookError
 from .made_up import OMITTED, SKIPPED_ROOT_FIELDS, STYLES, MadeUp, Path, made_up, plain_strings
+from .whole_rules import WholeValues, whole_value_paths
 
 RawElem = Tuple[Any, ...]
 RawPath = Tuple[RawElem, ...]
@@ -123,10 +124,23 @@ def match(made: MadeUp, converted: List[Dict[str, Any]], new_schema: Node) -> Di
             rules[path] = template_of(found[0], path, made)
         else:
             rules[path] = None
+    _whole_value_rules(made, flat, rules)
     for path in made.interior:
         if path not in rules:
             rules[path] = _item_rule(path, rules)
     return rules
+
+
+def _whole_value_rules(made: MadeUp, flat: List[Dict[RawPath, str]], rules: Dict[Path, Optional[Template]]) -> None:
+    """An atomic value not found whole (the conversion changed its inside) maps to where its markers went."""
+    unmapped = [path for path in whole_value_paths(made.leaves) if rules.get(path) is None]
+    if not unmapped:
+        return
+    values = WholeValues(made.leaves, flat)
+    for path in unmapped:
+        raw = values.image(path)
+        if raw is not None:
+            rules[path] = template_of(raw, path, made)
 
 
 def _item_rule(path: Path, rules: Dict[Path, Optional[Template]]) -> Optional[Template]:
