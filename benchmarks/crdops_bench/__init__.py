@@ -2,7 +2,8 @@
 
   engine       the engine's modules, imported from a snapshot of the collection (tools/collection_tree.py)
   data         fresh CRD groups seeded straight into etcd, proof read back from etcd, removal
-  identities   ServiceAccounts and their tokens: no contender runs as the APF-exempt system:masters
+  identities   ServiceAccounts and their tokens; only ours-gentle-admin (--admin) runs as the APF-exempt
+               system:masters certificate
   children     the engine and the ceiling client, each in a fresh interpreter
   contenders   the local control plane and the clients that migrate (ceiling, ours, ansible, kubectl)
   intree       kube-controller-manager's storage version migrator

@@ -42,6 +42,8 @@ def parse(argv=None) -> argparse.Namespace:
     ap.add_argument("--fleet-qps", type=float, default=50.0, help="max_qps per cluster in the fleet suite")
     ap.add_argument("--apf", action="store_true", help="gentle suite: also ours-gentle under the FlowSchema and "
                     "PriorityLevelConfiguration of docs/rbac/ (contender ours-gentle-apf)")
+    ap.add_argument("--admin", action="store_true", help="gentle suite: also ours-gentle as an admin certificate "
+                    "(system:masters: APF-exempt, so the pace alone must be gentle; contender ours-gentle-admin)")
     ap.add_argument("--skip", default="", help="comma list of contenders to skip (in-tree, kubectl, ansible, ...)")
     ap.add_argument("--only", default="", help="comma list: run only these contenders of the suites run")
     ap.add_argument("--out", default=str(REPO / "docs" / "performance.md"))

@@ -93,9 +93,15 @@ class Bench:
                                     "group": group, "plural": data.PLURAL, "workers": workers})
         return dict(out, note=f"bad={out['bad']}" if out["bad"] else "")
 
-    def engine(self, group: str, options: dict, ready=nothing, profile=None) -> dict:
+    def admin_auth(self) -> dict:
+        """ConnectionOptions of the cluster admin's certificate (system:masters: exempt from APF)."""
+        pki = self.cluster.pki
+        return {"host": self.cluster.server, "ca_cert": str(pki.ca_cert), "client_cert": str(pki.admin_cert),
+                "client_key": str(pki.admin_key)}
+
+    def engine(self, group: str, options: dict, ready=nothing, profile=None, auth: dict | None = None) -> dict:
         ready()
-        out = run_child("engine", {"collections": self.collections, "auth": self.migrator.engine_auth(),
+        out = run_child("engine", {"collections": self.collections, "auth": auth or self.migrator.engine_auth(),
                                    "crd": data.crd_name(group), "options": options, "profile": profile})
         r = out["result"]
         ok = r["complete"] and r["failed"] == 0

@@ -44,15 +44,18 @@ class Ratios:
             v = self.p99_ratio("ours-gentle", n, kind)
             self.add(f"probe {kind.upper()} p99 during ÷ idle, ours-gentle @ {n:,}", v, f"≤ {GENTLE_P99}",
                      v <= GENTLE_P99, "gentle")
-            for other in ("ours-gentle-apf", "ours-max", "ceiling", "in-tree", "kubectl"):
+            for other in ("ours-gentle-apf", "ours-gentle-admin", "ours-max", "ceiling", "in-tree", "kubectl"):
                 self.add(f"probe {kind.upper()} p99 during ÷ idle, {other} @ {n:,}", self.p99_ratio(other, n, kind),
-                         pace={"ours-max": "max", "ours-gentle-apf": "gentle + APF"}.get(other, ""))
+                         pace={"ours-max": "max", "ours-gentle-apf": "gentle + APF",
+                               "ours-gentle-admin": "gentle, APF-exempt"}.get(other, ""))
         self.add(f"ours-gentle ÷ ceiling throughput @ {n:,} (default settings)", div(gentle, ceiling),
                  f"≥ {GENTLE_SHARE}", div(gentle, ceiling) >= GENTLE_SHARE, "gentle")
         self.add(f"ours-max ÷ ceiling throughput @ {n:,}", div(fast, ceiling), f"≥ {MAX_SHARE}",
                  div(fast, ceiling) >= MAX_SHARE, "max")
         self.add(f"ours-gentle-apf ÷ ceiling throughput @ {n:,}", div(self.rate("gentle", "ours-gentle-apf", n), ceiling),
                  pace="gentle + APF")
+        self.add(f"ours-gentle-admin ÷ in-tree throughput @ {n:,}",
+                 div(self.rate("gentle", "ours-gentle-admin", n), intree), pace="gentle, APF-exempt")
         bound = div(ceiling, intree)
         self.add(f"(bound) ceiling ÷ in-tree throughput @ {n:,}", bound)
         self.add(f"ours-max ÷ in-tree throughput @ {n:,}", div(fast, intree),

@@ -22,6 +22,7 @@ from .probe import Probe, create_configmaps
 
 GENTLE = ("ceiling", "ours-gentle", "ours-max", "in-tree", "kubectl")
 APF = "ours-gentle-apf"  # --apf: ours-gentle under the shipped FlowSchema (apf.py)
+ADMIN = "ours-gentle-admin"  # --admin: ours-gentle as a system:masters certificate, which APF exempts
 THROUGHPUT = ("ceiling", "ours-default", "ours-best", "ansible", "in-tree", "kubectl")
 
 
@@ -126,6 +127,8 @@ class Runner:
         if name == APF:
             with apf.shipped(b.kube, b.migrator):
                 return b.engine(group, {"pace": "gentle"}, ready)
+        if name == ADMIN:  # no priority level queues it: the pace alone keeps it gentle
+            return b.engine(group, {"pace": "gentle"}, ready, auth=b.admin_auth())
         if name in ("ours-gentle", "ours-max"):
             return b.engine(group, {"pace": name.split("-")[1]}, ready)
         if name == "in-tree":
@@ -144,7 +147,8 @@ class Runner:
         try:
             for rep in range(reps):
                 print(f"# gentle N={n} rep {rep + 1}/{reps}", flush=True)
-                for name in rotated(GENTLE + ((APF,) if self.args.apf else ()), rep):
+                extra = ((APF,) if self.args.apf else ()) + ((ADMIN,) if self.args.admin else ())
+                for name in rotated(GENTLE + extra, rep):
                     if name in self.args.skip or (name == "kubectl" and not self.bench.kubectl):
                         continue
                     idle = IdleWindow(probe, self.args.idle_seconds, server_pids(self.bench.cluster))

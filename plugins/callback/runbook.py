@@ -13,7 +13,8 @@ description:
     failure with its task and error, the re-store's progress lines and the recap; tasks that only read or
     decide stay quiet, so a cluster takes a screen, not a few hundred task headers.
   - One line per message, prefixed with the cluster (the inventory host) and the step, so the lines of
-    clusters that run side by side in one wave still read apart.
+    clusters that run side by side in one wave still read apart. A task that runs once for the play (the fleet
+    report's summary) is prefixed C(fleet) instead of the host it happened to run on.
   - Failures print as the default callback prints them (the task header and the whole error). C(-v) prints
     every task as the default callback does; below C(-v) the options O(display_ok_hosts) and
     O(display_skipped_hosts) (and C(display_included_hosts) where ansible-core has it) are off whatever they
@@ -114,7 +115,10 @@ class CallbackModule(DefaultCallback):
         payload = _payload_of(result)
         self._warnings_of(result)
         color = C.COLOR_CHANGED if payload.get("changed") else C.COLOR_OK
-        prefix = f"{self.host_label(result)} | {_step_name(_task_of(result))}"
+        task = _task_of(result)
+        # a run_once task (the fleet report) speaks for every host of the play, not for the one it ran on
+        who = "fleet" if getattr(task, "run_once", False) else self.host_label(result)
+        prefix = f"{who} | {_step_name(task)}"
         if len(lines) == 1:
             self._display.display(f"{prefix}: {lines[0]}", color=color)
             return

@@ -39,6 +39,10 @@ PLAYBOOK = """
         text: "careful with cluster {{ inventory_hostname }}"
     - name: "Phase | a change"
       ansible.builtin.command: "true"
+    - name: "Report | summary"
+      ansible.builtin.debug:
+        msg: "2 clusters: 2 done"
+      run_once: true
     - name: "Phase | fail on b"
       ansible.builtin.fail:
         msg: "boom on {{ inventory_hostname }}"
@@ -86,6 +90,8 @@ def test_the_console_shows_messages_changes_warnings_and_failures_and_nothing_el
     assert "a | Phase | per item: item 1" in out and "a | Phase | per item: item 2" in out
     assert "All items completed" not in out
     assert "a | Phase | a change: changed" in out
+    # a task that runs once for the whole play speaks for the fleet, not for the host it happened to run on
+    assert "fleet | Report | summary: 2 clusters: 2 done" in out and "a | Report | summary" not in out, out
     # a task that only reads or decides prints nothing, not even its header; its warnings still show
     assert "decide quietly" not in out and "skipped" not in out.lower().replace("skipped=", "")
     assert "careful with cluster a" in out and "careful with cluster b" in out, out
