@@ -74,6 +74,8 @@ def console_tells_the_runbook(out: str, counts: dict[str, int], crd_name: str) -
         assert re.search(rf"{host} \| CRD 1/1 {re.escape(crd_name)}: {n}/{n} objects \(100.0%\).* ETA ", out), out
         assert f"{host}: ok - 1 CRD(s) changed, {n} objects re-stored of {n}" in out, out[-3000:]
         assert f"    {crd_name}: storage v1alpha1 -> v1beta1; re-stored {n} of {n}" in out, out[-3000:]
+    # the fleet report's summary speaks for the fleet, not for the host it ran on
+    assert "fleet | Report | summary:" in out and f"{len(counts)} clusters: {len(counts)} done" in out, out[-3000:]
     lines = out.splitlines()
     assert len(lines) <= 60 * len(counts), f"{len(lines)} lines for {len(counts)} clusters:\n{out}"
 
