@@ -148,8 +148,7 @@ def per_task(rows: list[dict], hosts: int) -> list[dict]:
 
 
 def report_render_s(rows: list[dict]) -> float:
-    """Seconds of the report tasks (the play that writes the fleet report, or the merge); not the first play,
-    which opens the run's report folder before any cluster runs."""
-    spans = [(r["start"], r["end"]) for r in rows if ("report" in r["play"].lower() or "merge" in r["play"].lower())
-             and not r["play"].lower().startswith("open this run")]
+    """Seconds of the plays that write the fleet report ("Fleet report", "Fleet audit report") or merge the
+    slices' reports; not the first play, which only opens the run's report folder."""
+    spans = [(r["start"], r["end"]) for r in rows if r["play"].lower().startswith(("fleet ", "merge "))]
     return round(max(e for _s, e in spans) - min(s for s, _e in spans), 2) if spans else 0.0

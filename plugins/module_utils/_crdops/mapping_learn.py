@@ -23,10 +23,8 @@ from .crd_schema import ANY, LIST, LIST_MAP, LIST_SET, MAP, SCALAR, STRUCT, Node
 from .field_mapping import EXACT, FieldMapping, Template, canon
 from .errors import ConversionWebhookError
 from .made_up import OMITTED, SKIPPED_ROOT_FIELDS, STYLES, MadeUp, Path, made_up, plain_strings
-from .whole_rules import WholeValues, whole_value_paths
+from .whole_rules import RawPath, WholeValues, whole_value_paths
 
-RawElem = Tuple[Any, ...]
-RawPath = Tuple[RawElem, ...]
 ReviewFn = Callable[[List[Dict[str, Any]]], List[Dict[str, Any]]]  # old-version contents -> converted objects
 MISSING = "\x00missing"
 MAX_REVIEWS = 64  # ConversionReviews spent finding the made-up strings a webhook refuses

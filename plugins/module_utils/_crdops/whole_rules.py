@@ -26,7 +26,7 @@ from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set,
 from .field_mapping import canon
 from .made_up import OMITTED, Path
 
-RawPath = Tuple[Tuple[Any, ...], ...]
+RawPath = Tuple[Tuple[Any, ...], ...]  # a converted object's leaf path: ("f", name), ("k", keys), ("v", json)
 Flat = Mapping[RawPath, str]  # one converted object: leaf path -> its value as canonical JSON
 
 
