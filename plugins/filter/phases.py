@@ -150,7 +150,8 @@ def _managed_fields(m):
     """What the pass did to managedFields entries at other versions (per manager where the pass says)."""
     return {"rewritten": m.get("managed_fields_rewritten") or 0, "translated": m.get("managed_fields_translated") or 0,
             "dropped": m.get("managed_fields_dropped") or 0, "objects": m.get("objects_with_stale_managed_fields") or 0,
-            "by_manager": m.get("managed_fields_managers")}
+            "by_manager": m.get("managed_fields_managers"),
+            "last_applied_translated": m.get("last_applied_translated") or 0, "last_applied": m.get("last_applied")}
 
 
 def _proof(record):

@@ -499,6 +499,25 @@ crds:
       elements: str
       returned: always
       version_added: 1.2.0
+    last_applied_translated:
+      description:
+        - Objects whose C(kubectl.kubernetes.io/last-applied-configuration) annotation, applied at a removed version
+          (conversion C(Webhook), O(removed_versions)), was rewritten into the storage version's field names in the
+          same write, so that client-side C(kubectl apply) still prunes across a renamed field. The write is sent under
+          the field manager owning the annotation, which keeps it. In check mode, planned.
+      type: int
+      returned: always
+      version_added: 1.2.0
+    last_applied:
+      description:
+        - Per owning C(manager) and C(from_version) - annotations C(translated) and C(kept) as they are (C(why_kept),
+          up to five C(examples)), and C(paths_dropped), applied paths the conversion is not shown to map, left out of
+          the annotation (client-side apply will not prune them). An annotation is kept when no single C(Update) entry
+          owns it or nothing of it maps.
+      type: list
+      elements: dict
+      returned: always
+      version_added: 1.2.0
     field_mappings:
       description:
         - Conversion C(Webhook) with O(removed_versions) - per old version, how its field paths map to the storage

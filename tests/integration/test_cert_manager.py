@@ -3,9 +3,10 @@ v1.5.4, tests/certmanager), on a real kube-apiserver + etcd.
 
 Installed state as after a pre-1.0 install: cert-manager v1.5.4's CRDs with the storage version on v1alpha2 (created
 by `kubectl create`, cainjector's caBundle written into them), Certificates, Issuers and CertificateRequests written
-at v1alpha2 by server-side apply and by POST. The role applies release N (v1.5.4, or v1.6.1 which stops serving
-v1alpha2, v1alpha3 and v1beta1) and N+1 (v1.7.1: v1 only, no spec.conversion). The webhook is reached at a `url:`
-(tests/certmanager says why not at cert-manager's `service:`).
+at v1alpha2 by server-side apply, by client-side `kubectl apply` (the real kubectl, tests/clients) and by POST. The
+role applies release N (v1.5.4, or v1.6.1 which stops serving v1alpha2, v1alpha3 and v1beta1) and N+1 (v1.7.1: v1
+only, no spec.conversion). The webhook is reached at a `url:` (tests/certmanager says why not at cert-manager's
+`service:`).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 import yaml
 
 from tests.certmanager import CertManagerWebhook, crds_for, write_crds
+from tests.clients import Kubectl
 from tests.controlplane.etcd_reader import scan_storage
 from tests.controlplane.kube import KubeError, objects_path
 from tests.integration.modrun import ansible_playbook
@@ -24,7 +26,9 @@ GROUP = "cert-manager.io"
 PLURALS = ("certificaterequests", "certificates", "issuers")
 NAMESPACE = "cm-e2e"
 CSR = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlJQ3ZEQ0NBYVFDQVFBd0R6RU5NQXNHQTFVRUF3d0VkR1Z6ZERDQ0FTSXcK"
-COUNTS = {"certificates": 6, "issuers": 4, "certificaterequests": 3}
+COUNTS = {"certificates": 7, "issuers": 4, "certificaterequests": 3}  # one Certificate applied client-side
+CLIENT_SIDE = "cert-csa"  # that Certificate: cert-manager renames its `organization` inside the annotation's names
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 SELF_SIGNED = "bootstrap-selfsigned"  # the third Issuer
 ACME = "letsencrypt-dns"  # the fourth: its solvers, an atomic list, are renamed inside by the conversion
 
@@ -37,7 +41,7 @@ def cm_webhook(cluster, tmp_path):
 
 
 @pytest.fixture()
-def installed(kube, cm_webhook):
+def installed(cluster, kube, cm_webhook):
     """v1.5.4's CRDs stored at v1alpha2 (kubectl create), the caBundle injected, objects written at v1alpha2."""
     for plural in PLURALS:
         kube.delete_crd(f"{plural}.{GROUP}")
@@ -52,6 +56,7 @@ def installed(kube, cm_webhook):
                      "application/merge-patch+json", query={"fieldManager": "cainjector"})
     kube.ensure_namespace(NAMESPACE)
     _write_objects(kube)
+    Kubectl(cluster.kubeconfig, cluster.contexts()[0]).apply([_client_side_certificate("v1alpha2")]).check()
     yield docs
     for plural in PLURALS:
         kube.delete_crd(f"{plural}.{GROUP}")
@@ -63,6 +68,17 @@ def _certificate(i: int) -> dict:
             "spec": {"secretName": f"cert-{i}-tls", "commonName": f"svc-{i}.example.com",
                      "dnsNames": [f"svc-{i}.example.com"], "organization": ["Example"], "keyAlgorithm": "ecdsa",
                      "keySize": 256, "renewBefore": "240h", "issuerRef": {"name": "issuer-0", "kind": "Issuer"}}}
+
+
+def _client_side_certificate(version: str, organization: bool = True) -> dict:
+    """The Certificate `kubectl apply` writes; at v1 `organization` is `subject.organizations`, and the v1 manifest
+    can leave it out (`organization=False`) for kubectl to prune."""
+    spec = {"secretName": "csa-tls", "commonName": "csa.example.com", "dnsNames": ["csa.example.com"],
+            "issuerRef": {"name": "issuer-0", "kind": "Issuer"}}
+    if organization:
+        spec.update({"organization": ["Example"]} if version == "v1alpha2" else {"subject": {"organizations": ["Example"]}})
+    return {"apiVersion": f"{GROUP}/{version}", "kind": "Certificate",
+            "metadata": {"name": CLIENT_SIDE, "namespace": NAMESPACE}, "spec": spec}
 
 
 def _self_signed_issuer(version: str, spec: dict) -> dict:
@@ -85,7 +101,7 @@ def _write_objects(kube) -> None:
     POST; the bootstrap Issuer `spec: {selfSigned: {}}` by server-side apply (its entry owns a struct and none of
     its fields: `f:spec: {f:selfSigned: {}}`), an ACME Issuer by server-side apply (its entry owns the atomic list
     `f:solvers`), the other Issuers by POST."""
-    for i in range(COUNTS["certificates"]):
+    for i in range(COUNTS["certificates"] - 1):
         path = objects_path(GROUP, "v1alpha2", "certificates", NAMESPACE)
         if i % 2:
             kube.request("POST", path, _certificate(i), query={"fieldManager": "kubectl-create"})
@@ -166,6 +182,7 @@ def test_cert_manager_upgrade_to_v171_leaves_no_conversion_and_every_key_at_v1(
     _self_signed_ownership_kept(kube, applied)
     _acme_solvers_ownership_kept(kube, acme)
     assert "ownership reduced" not in proc.stdout, proc.stdout[-8000:]
+    _client_side_prunes_across_the_rename(cluster, kube)
 
 
 KEPT_PATHS = ("f:commonName", "f:dnsNames", "f:issuerRef", "f:renewBefore")  # the same paths at v1alpha2 and v1
@@ -187,7 +204,7 @@ def _ownership_kept(kube) -> None:
     for obj in items:
         managers = [e["manager"] for e in obj["metadata"].get("managedFields") or []]
         assert managers and "before-first-apply" not in managers, (obj["metadata"]["name"], managers)
-    applied = [o for o in items if int(o["metadata"]["name"].split("-")[1]) % 2 == 0]
+    applied = [o for o in items if o["metadata"]["name"] != CLIENT_SIDE and int(o["metadata"]["name"][5:]) % 2 == 0]
     for obj in applied:
         (entry,) = [e for e in obj["metadata"]["managedFields"] if e["manager"] == "kubectl"]
         assert (entry["operation"], entry["apiVersion"]) == ("Apply", f"{GROUP}/v1"), entry
@@ -234,3 +251,20 @@ def _acme_solvers_ownership_kept(kube, applied: dict) -> None:
                      "application/apply-patch+yaml", query={"fieldManager": "argocd"})
     message = conflict.value.body["message"]
     assert conflict.value.status == 409 and 'with "kubectl"' in message and ".spec.acme.solvers" in message, message
+
+
+def _client_side_prunes_across_the_rename(cluster, kube) -> None:
+    """The client-side applied Certificate's last-applied annotation names `subject.organizations` at v1 and is
+    still kubectl's, so a re-apply at v1 whose manifest drops it prunes it (with the v1alpha2 names kept, kubectl
+    would not know `subject` was its own)."""
+    path = objects_path(GROUP, "v1", "certificates", NAMESPACE, CLIENT_SIDE)
+    meta = kube.get(path)["metadata"]
+    applied = json.loads(meta["annotations"][LAST_APPLIED])
+    assert applied["apiVersion"] == f"{GROUP}/v1", applied
+    assert applied["spec"] == _client_side_certificate("v1")["spec"], applied["spec"]
+    owners = [e["manager"] for e in meta["managedFields"]
+              if "f:" + LAST_APPLIED in e["fieldsV1"].get("f:metadata", {}).get("f:annotations", {})]
+    assert owners == ["kubectl-client-side-apply"], meta["managedFields"]
+    kubectl = Kubectl(cluster.kubeconfig, cluster.contexts()[0])
+    kubectl.apply([_client_side_certificate("v1", organization=False)]).check()
+    assert "subject" not in kube.get(path)["spec"], kube.get(path)["spec"]

@@ -81,6 +81,17 @@ class FieldMapping:
 
     def translate(self, fields_v1: Any) -> Translation:
         """``fields_v1`` rewritten into the storage version's paths."""
+        targets: List[Tuple[str, ...]] = []
+        dropped: List[str] = []
+        for member, target in self.targets(fields_v1):
+            if target is None:
+                dropped.append(readable(member.keys))
+            else:
+                targets.append(target)
+        return Translation(build_trie(targets), len(targets), tuple(dropped))
+
+    def targets(self, fields_v1: Any) -> List[Tuple[Member, Optional[Tuple[str, ...]]]]:
+        """Each owned path of ``fields_v1`` with the storage version's trie keys it maps to (None: unmapped)."""
         members = list(walk_members(fields_v1 if isinstance(fields_v1, Mapping) else {}, self.schema))
         unseen = [m for m in members if m.schemaless and m.path is not None and m.path not in self.rules]
         if unseen and self.learn_more is not None and isinstance(fields_v1, Mapping):
@@ -89,15 +100,7 @@ class FieldMapping:
                 for path, template in more.items():
                     self.rules.setdefault(path, template)
                 self.derived.clear()  # new descendants may change a struct's image
-        targets: List[Tuple[str, ...]] = []
-        dropped: List[str] = []
-        for m in members:
-            target = self.target_of(m)
-            if target is None:
-                dropped.append(readable(m.keys))
-            else:
-                targets.append(target)
-        return Translation(build_trie(targets), len(targets), tuple(dropped))
+        return [(m, self.target_of(m)) for m in members]
 
     def target_of(self, m: Member) -> Optional[Tuple[str, ...]]:
         if m.keys and m.keys[0][2:] in SKIPPED_ROOT_FIELDS and m.keys[0].startswith("f:"):

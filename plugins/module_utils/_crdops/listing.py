@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable, Iterator, List, Mapping, NamedTuple,
 
 from .crd import Crd
 from .errors import ApiError
+from .last_applied import LastAppliedFix
 from .managed_fields import EntryFix, ManagedFieldsPolicy, StaleFields
 from .transport import ACCEPT_PARTIAL_LIST, Transport, error_from_response
 
@@ -24,6 +25,8 @@ class ObjectRef(NamedTuple):
     stale: Optional[StaleFields] = None
     # entries at other versions that the write leaves as they are (untouched, or kept: nothing maps), reported
     kept: Tuple[EntryFix, ...] = ()
+    # kubectl's last-applied annotation at a version being removed, which the write leaves as it is (reported)
+    last_applied_kept: Optional[LastAppliedFix] = None
 
     @property
     def key(self) -> str:
@@ -43,18 +46,20 @@ class ListStats:
         self.resumed_inconsistent = 0
 
 
-Classify = Callable[[Any], Optional[StaleFields]]  # an object's managedFields -> the entries to fix (policy)
+# an object's managedFields and annotations -> the entries (and last-applied annotation) to fix (policy)
+Classify = Callable[[Any, Any], Optional[StaleFields]]
 
 
 def _refs(items: Optional[Iterable[Mapping[str, Any]]], classify: Classify) -> List[ObjectRef]:
     out = []
     for item in items or ():
         meta = item.get("metadata") or {}
-        found = classify(meta.get("managedFields"))
+        found = classify(meta.get("managedFields"), meta.get("annotations"))
+        kept_annotation = found.last_applied if found is not None and not found.translates_annotation else None
         out.append(ObjectRef(str(meta.get("namespace") or ""), str(meta.get("name", "")),
                              str(meta.get("resourceVersion") or ""),
-                             found if found is not None and found.indices else None,
-                             found.kept if found is not None else ()))
+                             found if found is not None and found.writes else None,
+                             found.kept if found is not None else (), kept_annotation))
     return out
 
 

@@ -32,6 +32,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, NamedTuple, Optional, T
 
 from .crd_schema import ANY_NODE
 from .field_mapping import FieldMapping, readable, walk_members
+from .last_applied import LAST_APPLIED, POINTER, LastAppliedFix, applied_version, fix_last_applied
 
 
 # what the pass does to an entry at another version of the group
@@ -65,6 +66,21 @@ class StaleFields(NamedTuple):
     collide: FrozenSet[int] = frozenset()  # entries whose rewrite would duplicate another entry's identity
     fixes: Tuple[EntryFix, ...] = ()  # every entry at another version, changed or not
     policy: Optional[ManagedFieldsPolicy] = None  # to classify a fresh read the same way
+    last_applied: Optional[LastAppliedFix] = None  # kubectl's annotation at a version being removed
+
+    @property
+    def writes(self) -> bool:
+        """Whether the object's write changes anything besides re-storing it."""
+        return bool(self.indices) or self.translates_annotation
+
+    @property
+    def translates_annotation(self) -> bool:
+        return self.last_applied is not None and self.last_applied.text is not None
+
+    @property
+    def field_manager(self) -> Optional[str]:
+        """The manager to send the write as: the annotation's owner when it is rewritten (else the default)."""
+        return self.last_applied.owner if self.translates_annotation and self.last_applied is not None else None
 
     @property
     def changes(self) -> Tuple[EntryFix, ...]:
@@ -80,6 +96,7 @@ class PatchPlan(NamedTuple):
     rewritten: int  # entries whose apiVersion is set to the storage version
     dropped: int  # entries removed
     translated: int = 0  # entries whose field paths were translated
+    last_applied: int = 0  # last-applied annotations rewritten (0 or 1)
 
 
 def _split(api_version: str) -> Tuple[str, str]:
@@ -126,14 +143,16 @@ class ManagedFieldsPolicy:
         # a version the CRD no longer serves breaks server-side apply already (kubernetes#111937): fixed too
         return version in self.fix_versions or (self.served is not None and version not in self.served)
 
-    def classify(self, managed_fields: Any) -> Optional[StaleFields]:
-        """The object's entries at other versions of the group and what to do with each; None when there are none."""
+    def classify(self, managed_fields: Any, annotations: Any = None) -> Optional[StaleFields]:
+        """The object's entries at other versions of the group and what to do with each, and its last-applied
+        annotation when that names a version being removed; None when there are none."""
         entries = list(managed_fields or ()) if isinstance(managed_fields, list) else []
-        if not self.storage_version or not entries:
+        if not self.storage_version:
             return None
         fixes = [self.decide(i, e) for i, e in enumerate(entries) if self.at_other_version(e)]
+        annotation = self.last_applied(annotations, entries)
         if not fixes:
-            return None
+            return StaleFields((), len(entries), policy=self, last_applied=annotation) if annotation else None
         target = "%s/%s" % (self.group, self.storage_version)
         changing = set(f.position for f in fixes if f.action in CHANGES)
         # identities that exist after the fix: the entries that stay, then each rewritten one in turn
@@ -149,7 +168,20 @@ class ManagedFieldsPolicy:
                 fixes[n] = fix._replace(action=DROPPED, entry=None, note="duplicate of this manager's entry at %s"
                                         % target, dropped_paths=owned_paths(entries[fix.position].get("fieldsV1")))
             taken.add(ident)
-        return StaleFields(tuple(sorted(changing)), len(entries), frozenset(collide), tuple(fixes), self)
+        return StaleFields(tuple(sorted(changing)), len(entries), frozenset(collide), tuple(fixes), self, annotation)
+
+    def last_applied(self, annotations: Any, entries: List[Any]) -> Optional[LastAppliedFix]:
+        """kubectl's last-applied annotation, translated when it was applied at a version being removed under a
+        webhook conversion (conversion None keeps the names, so it is left as it is)."""
+        if not self.translate or self.mapping_for is None or not isinstance(annotations, dict):
+            return None
+        text = annotations.get(LAST_APPLIED)
+        found = applied_version(text, self.group)
+        if found is None or found[1] == self.storage_version or not self.fixes(found[1]):
+            return None
+        manifest, version = found
+        return fix_last_applied(str(text), manifest, version, self.group, self.storage_version,
+                                self.mapping_for(version), entries)
 
     def at_other_version(self, entry: Any) -> bool:
         if not isinstance(entry, dict):
@@ -180,7 +212,7 @@ class ManagedFieldsPolicy:
 def stale_entries(managed_fields: Any, group: str, storage_version: Optional[str]) -> Optional[StaleFields]:
     """Entries to fix under conversion None with no removed versions given: every version but the storage one."""
     found = ManagedFieldsPolicy(group, storage_version).classify(managed_fields)
-    return found if found is not None and found.indices else None
+    return found if found is not None and found.writes else None
 
 
 def plan_patch(resource_version: str, stale: StaleFields) -> PatchPlan:
@@ -197,7 +229,9 @@ def plan_patch(resource_version: str, stale: StaleFields) -> PatchPlan:
         counts[fix.action] += 1
     for fix in sorted((f for f in stale.changes if f.action == DROPPED), key=lambda f: -f.position):
         ops.append({"op": "remove", "path": "/metadata/managedFields/%d" % fix.position})
-    return PatchPlan(ops, counts[REWRITTEN], counts[DROPPED], counts[TRANSLATED])
+    if stale.translates_annotation and stale.last_applied is not None:
+        ops.append({"op": "replace", "path": POINTER, "value": stale.last_applied.text})
+    return PatchPlan(ops, counts[REWRITTEN], counts[DROPPED], counts[TRANSLATED], int(stale.translates_annotation))
 
 
 def removed_for(crd_name: str, removed_versions: Optional[Tuple[str, ...]]) -> Optional[FrozenSet[str]]:

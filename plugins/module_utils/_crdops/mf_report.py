@@ -14,7 +14,9 @@ removal of its version: ``unmappable_entries`` names the manager, the version an
 from __future__ import annotations
 
 import threading
-from typing import Any, Dict, Iterable, List, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from .last_applied import LastAppliedFix
 
 from .managed_fields import DROPPED, KEPT_UNMAPPABLE, REWRITTEN, TRANSLATED, UNTOUCHED, EntryFix
 
@@ -32,6 +34,7 @@ class ManagedFieldsTally:
         self.lock = threading.Lock()
         self.managers: Dict[ManagerKey, Dict[str, Any]] = {}
         self.unmappable: Dict[ManagerKey, Dict[str, Any]] = {}
+        self.last_applied: Dict[Tuple[str, str, str], Dict[str, Any]] = {}  # (owner, version, note) -> row
 
     def add(self, fixes: Iterable[EntryFix], obj: str) -> None:
         with self.lock:
@@ -52,6 +55,22 @@ class ManagedFieldsTally:
                 if fix.action == KEPT_UNMAPPABLE:
                     self.note_unmappable(key, fix, obj)
 
+    def add_last_applied(self, fix: Optional[LastAppliedFix], obj: str) -> None:
+        """kubectl's last-applied annotation of one object: rewritten (its write succeeded) or left as it is."""
+        if fix is None:
+            return
+        with self.lock:
+            key = (fix.owner, fix.version, fix.note)
+            row = self.last_applied.setdefault(key, dict(
+                manager=fix.owner or None, from_version=fix.version, translated=0, kept=0, paths_dropped=[],
+                why_kept=fix.note or None, examples=[]))
+            row["translated" if fix.text is not None else "kept"] += 1
+            for path in fix.dropped_paths:
+                if path not in row["paths_dropped"] and len(row["paths_dropped"]) < MAX_PATHS:
+                    row["paths_dropped"].append(path)
+            if fix.text is None and len(row["examples"]) < MAX_EXAMPLES:
+                row["examples"].append(obj)
+
     def note_unmappable(self, key: ManagerKey, fix: EntryFix, obj: str) -> None:
         row = self.unmappable.setdefault(key, dict(
             version=fix.version, manager=fix.manager, operation=fix.operation, subresource=fix.subresource or None,
@@ -70,6 +89,8 @@ class ManagedFieldsTally:
             managers = [dict(row, paths_dropped=sorted(row["paths_dropped"]))
                         for _key, row in sorted(self.managers.items())]
             unmappable = [dict(row) for _key, row in sorted(self.unmappable.items())]
+            last_applied = [dict(row, paths_dropped=sorted(row["paths_dropped"]))
+                            for _key, row in sorted(self.last_applied.items())]
         reduced = [m for m in managers if m["paths_dropped"] or m[DROPPED]]
         return {
             "managed_fields_translated": sum(m[TRANSLATED] for m in managers),
@@ -81,6 +102,8 @@ class ManagedFieldsTally:
                  "paths_dropped": m["paths_dropped"], "entries_dropped": m[DROPPED]} for m in reduced],
             "unmappable_entries": unmappable,
             "versions_not_removable": sorted(set(u["version"] for u in unmappable)),
+            "last_applied_translated": sum(row["translated"] for row in last_applied),
+            "last_applied": last_applied,
         }
 
 
@@ -96,6 +119,15 @@ def ownership_warnings(crd: str, fields: Dict[str, Any]) -> List[str]:
         out.append("CRD %s: managedFields ownership reduced for %s" % (crd, "; ".join(
             "%s (%s at %s): %s" % (r["manager"], r["operation"], r["from_version"], ", ".join(
                 r["paths_dropped"]) or "%d duplicate entries dropped" % r["entries_dropped"]) for r in reduced)))
+    for row in fields.get("last_applied") or []:
+        if row["kept"]:
+            out.append("CRD %s: %d objects keep kubectl's last-applied annotation at %s (%s): client-side apply at the "
+                       "new version will not prune a renamed field they drop (e.g. %s)" % (
+                           crd, row["kept"], row["from_version"], row["why_kept"], ", ".join(row["examples"])))
+        if row["translated"] and row["paths_dropped"]:
+            out.append("CRD %s: kubectl's last-applied annotation of %d objects (%s) leaves out %s: the conversion is "
+                       "not shown to map them, so client-side apply will not prune them" % (
+                           crd, row["translated"], row["manager"], ", ".join(row["paths_dropped"])))
     for u in fields.get("unmappable_entries") or []:
         out.append("CRD %s: %d objects keep %s's %s entry at %s: none of its fields maps to the storage version "
                    "(%s); removing %s would break server-side apply for them (e.g. %s)" % (

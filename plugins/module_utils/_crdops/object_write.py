@@ -10,6 +10,8 @@
   object was already at the storage version.
 - Stale entries: one JSON patch that fixes them (see managed_fields.py), guarded by a ``test`` of the listed
   resourceVersion. When the object changed since the list, the metadata is read again and the patch retried.
+  The same patch rewrites kubectl's last-applied annotation when it names a version being removed
+  (last_applied.py); that write is sent under the annotation owner's field manager, which keeps it.
 - 404 counts as "gone" only when the Status names this object and a GET at a version every apiserver serves
   also answers NotFound naming it (DESIGN invariant 8). A lagging apiserver behind a load balancer answers a
   write to a version it has not loaded yet with a plain-text ``404 page not found``; counting that as deleted
@@ -23,6 +25,7 @@ from typing import Any, Dict, NamedTuple, Optional, Tuple
 from .crd import Crd
 from .errors import ApiError, CrdOpsError, NotFoundError
 from .listing import ObjectRef
+from .last_applied import LastAppliedFix
 from .managed_fields import EntryFix, StaleFields, plan_patch, stale_entries
 from .transport import ACCEPT_PARTIAL, JSON_PATCH, MERGE_PATCH, ApiResponse, Transport, dumps, error_from_response
 
@@ -39,6 +42,7 @@ class Outcome(NamedTuple):
     stale_object: bool = False  # the object was listed with stale managedFields entries
     mf_translated: int = 0  # managedFields entries whose field paths this write translated (webhook conversion)
     mf_fixes: Tuple[EntryFix, ...] = ()  # the entries this write changed, with what was done to each
+    last_applied: Optional[LastAppliedFix] = None  # kubectl's annotation, rewritten by this write or left
 
 
 def confirm_version(crd: Crd) -> str:
@@ -137,11 +141,14 @@ def managed_fields_write(transport: Transport, crd: Crd, ref: ObjectRef, stale: 
         if current is None:  # a fresh read shows no stale entry any more: the plain re-store is enough
             return merge_write(transport, crd, ref, rv, stale=True)
         plan = plan_patch(rv, current)
-        resp = transport.request("PATCH", path, body=dumps(plan.ops), content_type=JSON_PATCH, accept=ACCEPT_PARTIAL)
+        manager = current.field_manager
+        resp = transport.request("PATCH", path, body=dumps(plan.ops), content_type=JSON_PATCH, accept=ACCEPT_PARTIAL,
+                                 query=[("fieldManager", manager)] if manager else None)
         what = "re-store with managedFields fix (JSON patch)"
         if resp.ok:
             kind = UNCHANGED if _rv_of(resp) == rv else REWRITTEN
-            return Outcome(kind, None, plan.rewritten, plan.dropped, True, plan.translated, current.changes)
+            return Outcome(kind, None, plan.rewritten, plan.dropped, True, plan.translated, current.changes,
+                           current.last_applied)
         if resp.status == 404:
             return confirm_gone(transport, crd, ref, resp, what, True)
         if not is_test_failure(resp):
@@ -154,17 +161,17 @@ def managed_fields_write(transport: Transport, crd: Crd, ref: ObjectRef, stale: 
                            stale_object=True)
         meta = (fresh.json() or {}).get("metadata") or {}
         rv = str(meta.get("resourceVersion") or "")
-        current = reclassify(stale, meta.get("managedFields"), crd)
+        current = reclassify(stale, meta.get("managedFields"), crd, meta.get("annotations"))
     return Outcome(FAILED, ApiError("the object changed between every read and write (%d resourceVersion tests "
                                     "failed); managedFields not fixed" % (TEST_RETRIES + 1), **kw), stale_object=True)
 
 
-def reclassify(listed: StaleFields, managed_fields: Any, crd: Crd) -> Optional[StaleFields]:
+def reclassify(listed: StaleFields, managed_fields: Any, crd: Crd, annotations: Any = None) -> Optional[StaleFields]:
     """A fresh read's entries to fix, decided by the same policy as the listed ones."""
     if listed.policy is None:
         return stale_entries(managed_fields, crd.group, crd.storage_version)
-    found = listed.policy.classify(managed_fields)
-    return found if found is not None and found.indices else None
+    found = listed.policy.classify(managed_fields, annotations)
+    return found if found is not None and found.writes else None
 
 
 def restore_object(transport: Transport, crd: Crd, ref: ObjectRef) -> Outcome:

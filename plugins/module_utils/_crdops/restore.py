@@ -453,12 +453,14 @@ class RestorePass:
             self.result.managed_fields_rewritten += plan.rewritten
             self.result.managed_fields_dropped += plan.dropped
             self.mf_tally.add(ref.stale.changes, ref.key)
+            self.mf_tally.add_last_applied(ref.stale.last_applied, ref.key)
 
     def note_kept(self, refs: List[ObjectRef]) -> None:
         """The entries at other versions that no write changes (untouched, kept unmappable), as listed."""
         for ref in refs:
             if ref.kept:
                 self.mf_tally.add(ref.kept, ref.key)
+            self.mf_tally.add_last_applied(ref.last_applied_kept, ref.key)
 
     def work(self, ref: ObjectRef) -> Outcome:
         """One object's write (in a worker thread); a fatal error stops the pass."""
@@ -476,6 +478,7 @@ class RestorePass:
         try:
             outcome = self.write(ref)
             self.mf_tally.add(outcome.mf_fixes, ref.key)
+            self.mf_tally.add_last_applied(outcome.last_applied, ref.key)
         finally:
             self.pace.release(started, throttled=_throttled(self.transport) > throttled_before,
                               waited=_waited(self.transport) - waited_before)

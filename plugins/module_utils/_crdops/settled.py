@@ -149,7 +149,7 @@ def unserved_entries(transport: Transport, crd: Crd, page_size: int) -> Tuple[in
     found: List[Dict[str, Any]] = []
     served = crd.served_versions
 
-    def note(managed_fields: Any) -> None:
+    def note(managed_fields: Any, _annotations: Any = None) -> None:
         found.extend(stale_managed_fields_of(managed_fields, crd.group, served))
 
     listed = sum(len(page) for page in list_pages(transport, crd, page_size, version=crd.storage_version,

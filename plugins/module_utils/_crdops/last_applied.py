@@ -1,0 +1,167 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# PRIVATE: for internal use by crdops.migration only; may change in any release
+"""kubectl's last-applied annotation, rewritten into the storage version's field names.
+
+Client-side ``kubectl apply`` (and Argo CD's default sync) prunes by a three-way JSON merge patch: a field that
+``kubectl.kubernetes.io/last-applied-configuration`` names and the new manifest does not is deleted. The
+annotation holds the manifest in the names of the version it was applied at. After a webhook renames a field
+(``spec.backupZone`` becomes ``spec.zones.backup``), the first apply at the new version cannot know that the new
+name was its own, and never prunes it. So the re-store rewrites the annotation of an object applied at a version
+the target release removes, in the same guarded write as its managedFields:
+
+- Each value of the manifest moves to the path the field mapping gives its field (field_mapping.py), the same
+  mapping the managedFields entries are translated with, so the annotation never names a field the user did
+  not declare (a ConversionReview of the annotation could add defaults or a converter's own annotations, which
+  kubectl would then delete from the object). A value whose path does not map is left out and named.
+- Values are kept as applied: a mapped value lands whole. The inside of an atomic value the conversion renames
+  keeps its old names; kubectl replaces atomic values whole, so its pruning does not look inside them.
+- The write is sent under the field manager that owns the annotation, so its ``Update`` entry keeps it (a write
+  under another name would move the annotation's ownership to that name). An annotation owned by no entry, by
+  several, or by an ``Apply`` entry is left as it is and reported.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
+
+from .crd_schema import ANY, ANY_NODE, LIST, LIST_MAP, LIST_SET, MAP, STRUCT, Node
+from .field_mapping import FieldMapping, canon, readable
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+POINTER = "/metadata/annotations/" + LAST_APPLIED.replace("~", "~0").replace("/", "~1")
+Keys = Tuple[str, ...]  # fieldsV1 trie keys of one path
+
+
+class LastAppliedFix(NamedTuple):
+    """What the pass does to one object's last-applied annotation."""
+
+    version: str  # the version it was applied at
+    text: Optional[str]  # the annotation to write; None: left as it is (``note`` says why)
+    owner: str  # the field manager whose Update entry owns the annotation (the write is sent as it)
+    dropped_paths: Tuple[str, ...] = ()  # applied paths the conversion is not shown to map, left out
+    note: str = ""
+
+
+def applied_version(text: Any, group: str) -> Optional[Tuple[Dict[str, Any], str]]:
+    """The annotation's manifest and the version of ``group`` it was applied at; None when it is not one."""
+    if not isinstance(text, str):
+        return None
+    try:
+        manifest = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(manifest, dict):
+        return None
+    grp, _sep, version = str(manifest.get("apiVersion") or "").rpartition("/")
+    return (manifest, version) if grp == group and version else None
+
+
+def annotation_owner(managed_fields: Any) -> Tuple[str, str]:
+    """The manager of the one ``Update`` entry owning the annotation, or "" and why there is none."""
+    owners = []
+    for entry in managed_fields if isinstance(managed_fields, list) else ():
+        fields = entry.get("fieldsV1") if isinstance(entry, dict) else None
+        annotations = ((fields or {}).get("f:metadata") or {}).get("f:annotations") or {}
+        if isinstance(annotations, dict) and "f:" + LAST_APPLIED in annotations:
+            owners.append(entry)
+    if len(owners) != 1:
+        return "", "%d managedFields entries own the annotation (one Update entry expected)" % len(owners)
+    entry = owners[0]
+    if entry.get("operation") != "Update" or entry.get("subresource"):
+        return "", "owned by %s (%s%s), not by a client-side applier" % (
+            entry.get("manager"), entry.get("operation"), " of " + entry["subresource"] if entry.get("subresource") else "")
+    return str(entry.get("manager") or ""), ""
+
+
+def manifest_leaves(value: Any, node: Node, keys: Keys = (), out: Optional[List[Tuple[Keys, Any]]] = None
+                    ) -> List[Tuple[Keys, Any]]:
+    """Each value of a manifest that server-side apply would own as one member, with its trie keys."""
+    out = [] if out is None else out
+    if node.leaf or (node.kind in (STRUCT, MAP, ANY) and not isinstance(value, dict)) or value == {}:
+        out.append((keys, value))
+    elif node.kind == LIST and node.list_type in (LIST_MAP, LIST_SET) and isinstance(value, list):
+        for item in value:
+            item_keys = _item_key(item, node)
+            if item_keys is not None and node.list_type == LIST_SET:
+                out.append((keys + (item_keys,), item))
+            elif item_keys is not None:
+                manifest_leaves(item, node.item or ANY_NODE, keys + (item_keys,), out)
+    elif node.kind == LIST:
+        out.append((keys, value))
+    else:
+        for name, sub in value.items():
+            child = node.props.get(name) if node.kind == STRUCT else node.item if node.kind == MAP else None
+            manifest_leaves(sub, child or ANY_NODE, keys + ("f:" + str(name),), out)
+    return out
+
+
+def _item_key(item: Any, node: Node) -> Optional[str]:
+    if node.list_type == LIST_SET:
+        return "v:" + canon(item)
+    if not isinstance(item, dict) or not all(k in item for k in node.keys):
+        return None
+    return "k:" + canon(dict((k, item[k]) for k in node.keys))
+
+
+def place(root: Dict[str, Any], keys: Keys, value: Any) -> None:
+    """Put ``value`` at ``keys`` in ``root``, creating the structs and list items on the way."""
+    node: Any = root
+    for i, key in enumerate(keys):
+        kind, text, last = key[:2], key[2:], i == len(keys) - 1
+        if kind == "f:":
+            if last:
+                if not (value == {} and isinstance(node.get(text), dict)):
+                    node[text] = value
+                return
+            if not isinstance(node.get(text), (dict, list)):
+                node[text] = [] if keys[i + 1][:2] in ("k:", "v:") else {}
+            node = node[text]
+        elif kind == "v:":
+            if json.loads(text) not in node:
+                node.append(json.loads(text))
+            return
+        else:
+            wanted = json.loads(text)
+            item = next((x for x in node if isinstance(x, dict) and all(x.get(k) == v for k, v in wanted.items())), None)
+            if item is None:
+                item = dict(wanted)
+                node.append(item)
+            node = item
+
+
+def translate_manifest(manifest: Mapping[str, Any], mapping: FieldMapping) -> Tuple[Dict[str, Any], Tuple[str, ...]]:
+    """The manifest with each value at its mapped path, and the readable paths left out."""
+    leaves = manifest_leaves(dict(manifest), mapping.schema if mapping.schema.kind == STRUCT else ANY_NODE)
+    values = dict(leaves)
+    trie: Dict[str, Any] = {}
+    for keys, _value in leaves:
+        sub = trie
+        for key in keys:
+            sub = sub.setdefault(key, {})
+    out: Dict[str, Any] = {}
+    dropped = []
+    for member, target in mapping.targets(trie):
+        if target is None or member.keys not in values:
+            dropped.append(readable(member.keys))
+        else:
+            place(out, target, values[member.keys])
+    return out, tuple(dropped)
+
+
+def fix_last_applied(text: str, manifest: Mapping[str, Any], version: str, group: str, storage_version: str,
+                     mapping: FieldMapping, managed_fields: Any) -> LastAppliedFix:
+    """The annotation rewritten at the storage version, or left as it is with the reason."""
+    owner, why = annotation_owner(managed_fields)
+    if not owner:
+        return LastAppliedFix(version, None, "", note=why)
+    new, dropped = translate_manifest(manifest, mapping)
+    if not any(k not in ("apiVersion", "kind", "metadata") for k in new):
+        return LastAppliedFix(version, None, owner, dropped, "no applied field maps to %s (%s mapping)"
+                              % (storage_version, mapping.method))
+    new["apiVersion"] = "%s/%s" % (group, storage_version)
+    ending = "\n" if text.endswith("\n") else ""
+    return LastAppliedFix(version, json.dumps(new, sort_keys=True, separators=(",", ":")) + ending, owner, dropped)
