@@ -151,7 +151,9 @@ def _managed_fields(m):
     return {"rewritten": m.get("managed_fields_rewritten") or 0, "translated": m.get("managed_fields_translated") or 0,
             "dropped": m.get("managed_fields_dropped") or 0, "objects": m.get("objects_with_stale_managed_fields") or 0,
             "by_manager": m.get("managed_fields_managers"),
-            "last_applied_translated": m.get("last_applied_translated") or 0, "last_applied": m.get("last_applied")}
+            "last_applied_translated": m.get("last_applied_translated") or 0, "last_applied": m.get("last_applied"),
+            "mappings": [dict((k, f.get(k)) for k in ("from_version", "to_version", "method", "note"))
+                         for f in m.get("field_mappings") or []]}
 
 
 def _proof(record):

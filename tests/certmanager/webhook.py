@@ -39,21 +39,26 @@ def webhook_binary(build: bool = True) -> Path:
 
 
 class CertManagerWebhook:
-    """cert-manager's webhook on 127.0.0.1 with a certificate from the cluster's CA (``pki``).
+    """cert-manager's webhook with a certificate from the cluster's CA (``pki``), reached at ``host`` (127.0.0.1),
+    or as the Service ``service`` (namespace, name) when given: its CRDs then say ``service:`` as cert-manager's own
+    do, the certificate names ``<name>.<namespace>.svc``, and ``host`` must not be loopback (see
+    ``tests.controlplane.webhook.publish_as_service``).
 
     It serves ``/convert`` (and validation/mutation) from static certificate files; ``--api-server-host`` names
     an address nothing listens on: conversion needs no apiserver, and the webhook only builds a client."""
 
-    def __init__(self, pki: Pki, folder: Path):
+    def __init__(self, pki: Pki, folder: Path, host: str = "127.0.0.1", service: tuple[str, str] | None = None):
         self.pki = pki
         self.folder = folder
+        self.host = host
+        self.service = service
         self.port = free_port()
         self.cert, self.key = folder / "cm-webhook.crt", folder / "cm-webhook.key"
         self.process: ManagedProcess | None = None
 
     @property
     def url(self) -> str:
-        return f"https://127.0.0.1:{self.port}/convert"
+        return f"https://{self.host}:{self.port}/convert"
 
     @property
     def ca_bundle(self) -> str:
@@ -65,18 +70,28 @@ class CertManagerWebhook:
         if not self.cert.exists():
             _sign(self.pki, self.key, self.cert, "/CN=cert-manager-webhook",
                   "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n"
-                  "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1\n"
+                  f"extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,IP:{self.host}{self.dns_name()}\n"
                   "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n")
         argv = [str(binary), f"--secure-port={self.port}", f"--healthz-port={free_port()}",
                 f"--tls-cert-file={self.cert}", f"--tls-private-key-file={self.key}",
                 f"--api-server-host=https://127.0.0.1:{free_port()}"]
         self.process = ManagedProcess("cert-manager-webhook", argv, self.folder / "cm-webhook.log").start()
         deadline = time.monotonic() + timeout
-        while not port_is_listening("127.0.0.1", self.port):
+        while not port_is_listening(self.host, self.port):
             if not self.process.alive() or time.monotonic() > deadline:
                 raise CertManagerWebhookMissing("cert-manager webhook did not start:\n" + self.process.log_tail())
             time.sleep(0.1)
         return self
+
+    def dns_name(self) -> str:
+        return f",DNS:{self.service[1]}.{self.service[0]}.svc" if self.service else ""
+
+    def client_config(self) -> dict:
+        """The CRDs' ``conversion.webhook.clientConfig``: ``url:``, or ``service:`` as cert-manager ships it."""
+        if self.service is None:
+            return {"url": self.url, "caBundle": self.ca_bundle}
+        return {"service": {"namespace": self.service[0], "name": self.service[1], "path": "/convert", "port": 443},
+                "caBundle": self.ca_bundle}
 
     def stop(self) -> None:
         if self.process is not None:
@@ -89,7 +104,7 @@ def crd_file(release: str, plural: str) -> Path:
 
 
 def crds_for(release: str, webhook: CertManagerWebhook | None = None, storage: str | None = None) -> list[dict]:
-    """cert-manager's CRDs of ``release``; their webhook pointed at ``webhook`` (``url:`` and its CA), and the
+    """cert-manager's CRDs of ``release``; their webhook pointed at ``webhook`` (``url:`` or ``service:``, and its CA), and the
     storage version moved to ``storage`` when given (an install from before cert-manager 1.0 stored v1alpha2)."""
     out = []
     for plural in PLURALS:
@@ -97,7 +112,7 @@ def crds_for(release: str, webhook: CertManagerWebhook | None = None, storage: s
         doc.pop("status", None)
         conversion = (doc.get("spec") or {}).get("conversion")
         if webhook is not None and conversion and conversion.get("strategy") == "Webhook":
-            conversion["webhook"]["clientConfig"] = {"url": webhook.url, "caBundle": webhook.ca_bundle}
+            conversion["webhook"]["clientConfig"] = webhook.client_config()
         if storage is not None:
             for v in doc["spec"]["versions"]:
                 v["storage"] = v["name"] == storage

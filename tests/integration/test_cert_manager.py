@@ -5,13 +5,16 @@ Installed state as after a pre-1.0 install: cert-manager v1.5.4's CRDs with the 
 by `kubectl create`, cainjector's caBundle written into them), Certificates, Issuers and CertificateRequests written
 at v1alpha2 by server-side apply, by client-side `kubectl apply` (the real kubectl, tests/clients) and by POST. The
 role applies release N (v1.5.4, or v1.6.1 which stops serving v1alpha2, v1alpha3 and v1beta1) and N+1 (v1.7.1: v1
-only, no spec.conversion). The webhook is reached at a `url:` (tests/certmanager says why not at cert-manager's
-`service:`).
+only, no spec.conversion). The webhook is reached at a `url:`, or as cert-manager ships it, at a `service:`: the
+apiserver converts through the Service's endpoint, and the collection learns the field mapping through the
+apiserver's service proxy.
 """
 from __future__ import annotations
 
 import json
 import sys
+import uuid
+from pathlib import Path
 
 import pytest
 import yaml
@@ -20,10 +23,12 @@ from tests.certmanager import CertManagerWebhook, crds_for, write_crds
 from tests.clients import Kubectl
 from tests.controlplane.etcd_reader import scan_storage
 from tests.controlplane.kube import KubeError, objects_path
+from tests.controlplane.webhook import non_loopback_address, publish_as_service
 from tests.integration.modrun import ansible_playbook
 
 GROUP = "cert-manager.io"
 PLURALS = ("certificaterequests", "certificates", "issuers")
+REPO = Path(__file__).resolve().parents[2]
 NAMESPACE = "cm-e2e"
 CSR = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlJQ3ZEQ0NBYVFDQVFBd0R6RU5NQXNHQTFVRUF3d0VkR1Z6ZERDQ0FTSXcK"
 COUNTS = {"certificates": 7, "issuers": 4, "certificaterequests": 3}  # one Certificate applied client-side
@@ -34,8 +39,16 @@ ACME = "letsencrypt-dns"  # the fourth: its solvers, an atomic list, are renamed
 
 
 @pytest.fixture()
-def cm_webhook(cluster, tmp_path):
-    webhook = CertManagerWebhook(cluster.pki, tmp_path / "cm-webhook").start()
+def cm_webhook(cluster, kube, tmp_path, route):
+    if route == "url":
+        webhook = CertManagerWebhook(cluster.pki, tmp_path / "cm-webhook").start()
+    else:
+        address = non_loopback_address()
+        if address is None:
+            pytest.skip("no non-loopback IPv4 address on this machine: the apiserver does not proxy to loopback")
+        service = (f"cert-manager-{uuid.uuid4().hex[:6]}", "cert-manager-webhook")  # a namespace of its own
+        webhook = CertManagerWebhook(cluster.pki, tmp_path / "cm-webhook", host=address, service=service).start()
+        publish_as_service(kube, webhook, *service)
     yield webhook
     webhook.stop()
 
@@ -127,24 +140,25 @@ def _write_objects(kube) -> None:
 
 
 def run_role(cluster, tmp_path, webhook, installed, release_n: str):
-    inventory = {"all": {"hosts": {"cm-e2e": {
+    """The fleet playbook (the role, then the fleet report) over this one cluster."""
+    host = {
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
         "crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0],
         "crd_upgrade_installed_manifests": write_crds(tmp_path / "installed", "installed", installed),
         "crd_upgrade_release_manifests": write_crds(tmp_path / "n", release_n, crds_for(release_n, webhook)),
         "crd_upgrade_target_manifests": write_crds(tmp_path / "n1", "v1.7.1", crds_for("v1.7.1", webhook)),
         "crd_upgrade_etcd_url": cluster.etcd_url,
-        "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_preflight": False}}}}
+        "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_preflight": False}
+    inventory = {"all": {"children": {"clusters": {"hosts": {"cm-e2e": host}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
-    play = tmp_path / "play.yml"
-    play.write_text(yaml.safe_dump([{"hosts": "all", "gather_facts": False,
-                                     "roles": [{"role": "crdops.migration.crd_upgrade"}]}]))
-    return ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(play))
+    extra_vars = json.dumps({"crd_upgrade_waves": [1], "crd_upgrade_report_dir": str(tmp_path / "report")})
+    return ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(REPO / "playbooks" / "fleet_upgrade.yml"),
+                            "-e", extra_vars)
 
 
-@pytest.mark.parametrize("release_n", ["v1.5.4", "v1.6.1"])
+@pytest.mark.parametrize(("release_n", "route"), [("v1.5.4", "url"), ("v1.6.1", "url"), ("v1.6.1", "service")])
 def test_cert_manager_upgrade_to_v171_leaves_no_conversion_and_every_key_at_v1(
-        cluster, kube, cm_webhook, installed, tmp_path, release_n):
+        cluster, kube, cm_webhook, installed, tmp_path, release_n, route):
     total = sum(COUNTS.values())
     before = {p: scan_storage(cluster.etcd_url, GROUP, p).counts for p in PLURALS}
     assert before == {p: {f"{GROUP}/v1alpha2": COUNTS[p]} for p in PLURALS}, before
@@ -183,6 +197,19 @@ def test_cert_manager_upgrade_to_v171_leaves_no_conversion_and_every_key_at_v1(
     _acme_solvers_ownership_kept(kube, acme)
     assert "ownership reduced" not in proc.stdout, proc.stdout[-8000:]
     _client_side_prunes_across_the_rename(cluster, kube)
+    _mapping_was_exact(tmp_path / "report", route)
+
+
+def _mapping_was_exact(report_dir, route: str) -> None:
+    """The report says, per CRD, that ownership was translated with the exact mapping: made-up objects sent to
+    cert-manager's webhook at its `url:`, or through the apiserver's service proxy for `service:`."""
+    report = json.loads((report_dir / "latest" / "fleet-report.json").read_text())
+    (cluster_row,) = report["clusters"]
+    for crd in cluster_row["crds"]:
+        mappings = [m for m in crd["managed_fields"]["mappings"] if m["from_version"] == "v1alpha2"]
+        assert mappings, (crd["name"], crd["managed_fields"])
+        for m in mappings:
+            assert m["method"] == "exact" and m["note"].endswith(f"({route})"), (crd["name"], m)
 
 
 KEPT_PATHS = ("f:commonName", "f:dnsNames", "f:issuerRef", "f:renewBefore")  # the same paths at v1alpha2 and v1
