@@ -107,30 +107,38 @@ def _item_key(item: Any, node: Node) -> Optional[str]:
     return "k:" + canon(dict((k, item[k]) for k in node.keys))
 
 
-def place(root: Dict[str, Any], keys: Keys, value: Any) -> None:
-    """Put ``value`` at ``keys`` in ``root``, creating the structs and list items on the way."""
+def place(root: Dict[str, Any], keys: Keys, value: Any) -> bool:
+    """Put ``value`` at ``keys`` in ``root``, creating the structs and list items on the way; False (nothing put)
+    when a step finds a value of another shape there (two mapped paths that disagree on the shape)."""
     node: Any = root
     for i, key in enumerate(keys):
         kind, text, last = key[:2], key[2:], i == len(keys) - 1
         if kind == "f:":
-            if last:
-                if not (value == {} and isinstance(node.get(text), dict)):
-                    node[text] = value
-                return
-            if not isinstance(node.get(text), (dict, list)):
-                node[text] = [] if keys[i + 1][:2] in ("k:", "v:") else {}
-            node = node[text]
+            if not isinstance(node, dict):
+                return False
+            if last and not (value == {} and isinstance(node.get(text), dict)):
+                node[text] = value
+            elif not last:
+                node = node.setdefault(text, [] if keys[i + 1][:2] in ("k:", "v:") else {})
+        elif not isinstance(node, list):
+            return False
         elif kind == "v:":
             if json.loads(text) not in node:
                 node.append(json.loads(text))
-            return
+            return True
         else:
-            wanted = json.loads(text)
-            item = next((x for x in node if isinstance(x, dict) and all(x.get(k) == v for k, v in wanted.items())), None)
-            if item is None:
-                item = dict(wanted)
-                node.append(item)
-            node = item
+            node = _item(node, json.loads(text))
+    return True
+
+
+def _item(items: List[Any], wanted: Dict[str, Any]) -> Dict[str, Any]:
+    """The list-map item whose key fields hold ``wanted`` (appended when there is none)."""
+    for item in items:
+        if isinstance(item, dict) and all(item.get(k) == v for k, v in wanted.items()):
+            return item
+    new: Dict[str, Any] = dict(wanted)
+    items.append(new)
+    return new
 
 
 def translate_manifest(manifest: Mapping[str, Any], mapping: FieldMapping) -> Tuple[Dict[str, Any], Tuple[str, ...]]:
@@ -145,10 +153,8 @@ def translate_manifest(manifest: Mapping[str, Any], mapping: FieldMapping) -> Tu
     out: Dict[str, Any] = {}
     dropped = []
     for member, target in mapping.targets(trie):
-        if target is None or member.keys not in values:
+        if target is None or member.keys not in values or not place(out, target, values[member.keys]):
             dropped.append(readable(member.keys))
-        else:
-            place(out, target, values[member.keys])
     return out, tuple(dropped)
 
 

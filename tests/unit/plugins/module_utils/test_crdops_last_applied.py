@@ -9,7 +9,7 @@ import json
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd_schema import parse_schema
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.last_applied import (
-    LAST_APPLIED, POINTER, annotation_owner, manifest_leaves, translate_manifest)
+    LAST_APPLIED, POINTER, annotation_owner, manifest_leaves, place, translate_manifest)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.managed_fields import (
     ManagedFieldsPolicy, plan_patch)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.mapping_learn import learn_exact
@@ -101,3 +101,13 @@ def test_an_annotation_not_owned_by_one_update_entry_is_left_and_reported_not_re
     assert found is not None and found.last_applied.text is None and not found.translates_annotation
     assert "Apply" in found.last_applied.note
     assert all(op["path"] != POINTER for op in plan_patch("7", found).ops)
+
+
+def test_a_value_of_another_shape_on_the_way_is_not_put_and_counts_as_left_out():
+    root = {"spec": {"zones": "flat"}}
+    assert not place(root, ("f:spec", "f:zones", "f:primary"), "eu-1")
+    assert not place(root, ("f:spec", 'k:{"name":"a"}', "f:number"), 1)
+    assert place(root, ("f:spec", "f:ports", 'k:{"portName":"a"}', "f:number"), 1)
+    assert place(root, ("f:spec", "f:ports", 'k:{"portName":"a"}', "f:portName"), "a")
+    assert place(root, ("f:spec", "f:tags", 'v:"x"'), "x") and place(root, ("f:spec", "f:tags", 'v:"x"'), "x")
+    assert root == {"spec": {"zones": "flat", "ports": [{"portName": "a", "number": 1}], "tags": ["x"]}}
