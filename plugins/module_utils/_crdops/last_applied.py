@@ -28,8 +28,10 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
-from .crd_schema import ANY, ANY_NODE, LIST, LIST_MAP, LIST_SET, MAP, STRUCT, Node
-from .field_mapping import FieldMapping, canon, readable
+from .crd_schema import ANY_NODE, STRUCT, Node
+from .field_mapping import FieldMapping, build_trie, readable
+from .made_up import SKIPPED_ROOT_FIELDS
+from .mapping_learn import flatten, keyed
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 POINTER = "/metadata/annotations/" + LAST_APPLIED.replace("~", "~0").replace("/", "~1")
@@ -77,34 +79,10 @@ def annotation_owner(managed_fields: Any) -> Tuple[str, str]:
     return str(entry.get("manager") or ""), ""
 
 
-def manifest_leaves(value: Any, node: Node, keys: Keys = (), out: Optional[List[Tuple[Keys, Any]]] = None
-                    ) -> List[Tuple[Keys, Any]]:
-    """Each value of a manifest that server-side apply would own as one member, with its trie keys."""
-    out = [] if out is None else out
-    if node.leaf or (node.kind in (STRUCT, MAP, ANY) and not isinstance(value, dict)) or value == {}:
-        out.append((keys, value))
-    elif node.kind == LIST and node.list_type in (LIST_MAP, LIST_SET) and isinstance(value, list):
-        for item in value:
-            item_keys = _item_key(item, node)
-            if item_keys is not None and node.list_type == LIST_SET:
-                out.append((keys + (item_keys,), item))
-            elif item_keys is not None:
-                manifest_leaves(item, node.item or ANY_NODE, keys + (item_keys,), out)
-    elif node.kind == LIST:
-        out.append((keys, value))
-    else:
-        for name, sub in value.items():
-            child = node.props.get(name) if node.kind == STRUCT else node.item if node.kind == MAP else None
-            manifest_leaves(sub, child or ANY_NODE, keys + ("f:" + str(name),), out)
-    return out
-
-
-def _item_key(item: Any, node: Node) -> Optional[str]:
-    if node.list_type == LIST_SET:
-        return "v:" + canon(item)
-    if not isinstance(item, dict) or not all(k in item for k in node.keys):
-        return None
-    return "k:" + canon(dict((k, item[k]) for k in node.keys))
+def manifest_leaves(manifest: Mapping[str, Any], node: Node) -> List[Tuple[Keys, Any]]:
+    """Each applied value that server-side apply would own as one member, with its trie keys (the same walk the
+    mapping is learnt with; ``apiVersion``, ``kind`` and ``metadata`` are left out: they keep their paths)."""
+    return [(keys, json.loads(text)) for keys, text in keyed(flatten(dict(manifest), node)).items()]
 
 
 def place(root: Dict[str, Any], keys: Keys, value: Any) -> bool:
@@ -143,16 +121,10 @@ def _item(items: List[Any], wanted: Dict[str, Any]) -> Dict[str, Any]:
 
 def translate_manifest(manifest: Mapping[str, Any], mapping: FieldMapping) -> Tuple[Dict[str, Any], Tuple[str, ...]]:
     """The manifest with each value at its mapped path, and the readable paths left out."""
-    leaves = manifest_leaves(dict(manifest), mapping.schema if mapping.schema.kind == STRUCT else ANY_NODE)
-    values = dict(leaves)
-    trie: Dict[str, Any] = {}
-    for keys, _value in leaves:
-        sub = trie
-        for key in keys:
-            sub = sub.setdefault(key, {})
-    out: Dict[str, Any] = {}
+    values = dict(manifest_leaves(manifest, mapping.schema if mapping.schema.kind == STRUCT else ANY_NODE))
+    out: Dict[str, Any] = dict((k, manifest[k]) for k in SKIPPED_ROOT_FIELDS if k in manifest)
     dropped = []
-    for member, target in mapping.targets(trie):
+    for member, target in mapping.targets(build_trie(list(values))):
         if target is None or member.keys not in values or not place(out, target, values[member.keys]):
             dropped.append(readable(member.keys))
     return out, tuple(dropped)
@@ -165,7 +137,7 @@ def fix_last_applied(text: str, manifest: Mapping[str, Any], version: str, group
     if not owner:
         return LastAppliedFix(version, None, "", note=why)
     new, dropped = translate_manifest(manifest, mapping)
-    if not any(k not in ("apiVersion", "kind", "metadata") for k in new):
+    if not any(k not in SKIPPED_ROOT_FIELDS for k in new):
         return LastAppliedFix(version, None, owner, dropped, "no applied field maps to %s (%s mapping)"
                               % (storage_version, mapping.method))
     new["apiVersion"] = "%s/%s" % (group, storage_version)

@@ -74,13 +74,18 @@ class StaleFields(NamedTuple):
         return bool(self.indices) or self.translates_annotation
 
     @property
+    def annotation_text(self) -> Optional[str]:
+        """The last-applied annotation this write sets; None when it leaves it as it is."""
+        return self.last_applied.text if self.last_applied is not None else None
+
+    @property
     def translates_annotation(self) -> bool:
-        return self.last_applied is not None and self.last_applied.text is not None
+        return self.annotation_text is not None
 
     @property
     def field_manager(self) -> Optional[str]:
         """The manager to send the write as: the annotation's owner when it is rewritten (else the default)."""
-        return self.last_applied.owner if self.translates_annotation and self.last_applied is not None else None
+        return self.last_applied.owner if self.last_applied is not None and self.translates_annotation else None
 
     @property
     def changes(self) -> Tuple[EntryFix, ...]:
@@ -229,8 +234,8 @@ def plan_patch(resource_version: str, stale: StaleFields) -> PatchPlan:
         counts[fix.action] += 1
     for fix in sorted((f for f in stale.changes if f.action == DROPPED), key=lambda f: -f.position):
         ops.append({"op": "remove", "path": "/metadata/managedFields/%d" % fix.position})
-    if stale.translates_annotation and stale.last_applied is not None:
-        ops.append({"op": "replace", "path": POINTER, "value": stale.last_applied.text})
+    if stale.annotation_text is not None:
+        ops.append({"op": "replace", "path": POINTER, "value": stale.annotation_text})
     return PatchPlan(ops, counts[REWRITTEN], counts[DROPPED], counts[TRANSLATED], int(stale.translates_annotation))
 
 

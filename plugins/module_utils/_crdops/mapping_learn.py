@@ -63,6 +63,22 @@ def flatten(value: Any, node: Node, prefix: RawPath = (), out: Optional[Dict[Raw
     return out
 
 
+def keyed(flat: Dict[Tuple[Any, ...], str]) -> Dict[Tuple[str, ...], str]:
+    """Flattened leaves (``flatten``) by their fieldsV1 keys (``f:``, ``k:``, ``v:``)."""
+    out = {}
+    for raw, value in flat.items():
+        keys = []
+        for elem in raw:
+            if elem[0] == "f":
+                keys.append("f:" + elem[1])
+            elif elem[0] == "k":
+                keys.append("k:" + canon(dict(elem[1])))
+            else:
+                keys.append("v:" + elem[1])
+        out[tuple(keys)] = value
+    return out
+
+
 def _key_refs(path: Path, made: MadeUp) -> Dict[str, Tuple[int, Any]]:
     """Marker (as JSON) -> (step index, old key field or None) for every key step along ``path``."""
     refs: Dict[str, Tuple[int, Any]] = {}

@@ -21,7 +21,7 @@ from .crd import Crd
 from .crd_schema import ANY, LIST, LIST_MAP, LIST_SET, MAP, SCALAR, STRUCT, Node
 from .field_mapping import BEST_EFFORT, UNAVAILABLE, FieldMapping, Template, canon, instantiate
 from .made_up import SKIPPED_ROOT_FIELDS, Path
-from .mapping_learn import _item_rule, flatten
+from .mapping_learn import _item_rule, flatten, keyed
 from .transport import JSON, Transport, error_from_response
 
 
@@ -59,22 +59,6 @@ def occurrences(value: Any, node: Node, path: Path = (), bindings: Tuple[Any, ..
             out.append(Occurrence(path + (("v",),), bindings + (item,), canon(item)))
     else:
         out.append(Occurrence(path, bindings, canon(value)))
-    return out
-
-
-def keyed(flat: Dict[Tuple[Any, ...], str]) -> Dict[Tuple[str, ...], str]:
-    """Converted leaves by their fieldsV1 keys (``f:``, ``k:``, ``v:``)."""
-    out = {}
-    for raw, value in flat.items():
-        keys = []
-        for elem in raw:
-            if elem[0] == "f":
-                keys.append("f:" + elem[1])
-            elif elem[0] == "k":
-                keys.append("k:" + canon(dict(elem[1])))
-            else:
-                keys.append("v:" + elem[1])
-        out[tuple(keys)] = value
     return out
 
 
