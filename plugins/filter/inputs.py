@@ -20,7 +20,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests import (
-    Skipped, read_manifests, skipped_summary)
+    Skipped, Stripped, read_manifests, skipped_summary, stripped_summary)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.report_runs import keep_count
 
 ROLE_DOC = "ansible-doc -t role crdops.migration.crd_upgrade"
@@ -114,11 +114,17 @@ def _read(items: Any, label: str, errors: List[str]) -> Dict[str, Any]:
         return read_manifests(list(items or []), label=label).as_dict()
     except BadInputError as exc:
         errors.append(str(exc))
-        return {"files": [], "crds": [], "skipped": []}
+        return {"files": [], "crds": [], "skipped": [], "stripped": []}
 
 
 def _skipped_line(label: str, skipped: Sequence[Mapping[str, str]]) -> str:
     summary = skipped_summary([Skipped(source=s["file"], index=s["index"], kind=s["kind"]) for s in skipped])
+    return "%s: %s" % (label, summary) if summary else ""
+
+
+def _stripped_line(label: str, stripped: Sequence[Mapping[str, Any]]) -> str:
+    summary = stripped_summary([Stripped(source=s["file"], index=s["index"], name=s["name"],
+                                         annotations=tuple(s["annotations"])) for s in stripped])
     return "%s: %s" % (label, summary) if summary else ""
 
 
@@ -162,6 +168,8 @@ def crd_upgrade_inputs(variables: Iterable[str], release: Any = (), target: Any 
         "release_storage": _storage_versions(rel["crds"]),
         "names": names,
         "skipped": [line for line in skipped if line],
+        "stripped": [line for line in (_stripped_line("crd_upgrade_release_manifests", rel["stripped"]),
+                                       _stripped_line("crd_upgrade_target_manifests", tgt["stripped"])) if line],
     }
 
 

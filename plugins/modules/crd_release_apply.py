@@ -105,6 +105,15 @@ skipped_documents:
   returned: always
   type: list
   elements: dict
+stripped_annotations:
+  description:
+    - CRD documents that carried this collection's C(migration.crdops.io/*) annotations (file, index, name,
+      annotations), which were dropped before the apply.
+    - A manifest exported from a live CRD (C(kubectl get crd -o yaml), a backup) carries that CRD's migration record;
+      applied elsewhere it would claim a migration that never ran there.
+  returned: always
+  type: list
+  elements: dict
 cluster:
   description: Secret-free name of the cluster.
   returned: always
@@ -127,7 +136,7 @@ OPTIONS = dict(
 
 
 class ReleaseApply(Job):
-    RESULT = dict(crds=[], refused=[], skipped_documents=[])
+    RESULT = dict(crds=[], refused=[], skipped_documents=[], stripped_annotations=[])
     WHAT = "crd_release_apply"
     SELECTS_CRDS = False
 
@@ -138,6 +147,7 @@ class ReleaseApply(Job):
         manifests = read_manifests(p["manifests"], label="manifests")
         self.docs = [m.doc for m in manifests.crds]
         self.result["skipped_documents"] = [s.as_dict() for s in manifests.skipped]
+        self.result["stripped_annotations"] = [s.as_dict() for s in manifests.stripped]
 
     def record(self, applied):
         self.result["crds"].append(applied.to_dict())

@@ -28,6 +28,9 @@ except ImportError:  # pragma: no cover
     HAS_YAML = False
 
 CRD_KIND = "CustomResourceDefinition"
+# this collection's own annotations on a live CRD (the migration record, the resume checkpoint, a repair's note):
+# they describe that one CRD, and a manifest carries them only when exported from a live cluster
+OWN_ANNOTATION_PREFIX = "migration.crdops.io/"
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 _GLOB_CHARS = ("*", "?", "[")
 
@@ -45,6 +48,22 @@ class Skipped:
 
     def __str__(self) -> str:
         return "%s document %s (%s)" % (self.source, self.index, self.kind)
+
+
+@dataclass(frozen=True)
+class Stripped:
+    """A CRD document that carried this collection's annotations, and which ones were dropped before applying it."""
+
+    source: str
+    index: str
+    name: str
+    annotations: Tuple[str, ...]
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {"file": self.source, "index": self.index, "name": self.name, "annotations": list(self.annotations)}
+
+    def __str__(self) -> str:
+        return "%s document %s (%s: %s)" % (self.source, self.index, self.name, ", ".join(self.annotations))
 
 
 @dataclass(frozen=True)
@@ -69,10 +88,11 @@ class ManifestSet:
     files: List[str] = field(default_factory=list)
     crds: List[Manifest] = field(default_factory=list)
     skipped: List[Skipped] = field(default_factory=list)
+    stripped: List[Stripped] = field(default_factory=list)
 
     def as_dict(self) -> Dict[str, Any]:
         return {"files": list(self.files), "crds": [m.doc for m in self.crds],
-                "skipped": [s.as_dict() for s in self.skipped]}
+                "skipped": [s.as_dict() for s in self.skipped], "stripped": [s.as_dict() for s in self.stripped]}
 
 
 def _is_glob(path: str) -> bool:
@@ -159,6 +179,32 @@ def _is_crd(doc: Any, where: str) -> bool:
     return True
 
 
+def _drop_own_annotations(crd: Dict[str, Any]) -> Tuple[str, ...]:
+    """Remove this collection's annotations from a CRD document (copying what it changes); the names removed.
+
+    A record, checkpoint or repair note in a manifest was exported from some live CRD; applied here it would claim
+    that CRD's migration for this one."""
+    meta = crd.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    if not isinstance(annotations, dict):
+        return ()
+    own = tuple(sorted(k for k in annotations if str(k).startswith(OWN_ANNOTATION_PREFIX)))
+    if own:
+        kept = dict((k, v) for k, v in annotations.items() if k not in own)
+        crd["metadata"] = dict(meta, annotations=kept) if kept else dict(
+            (k, v) for k, v in meta.items() if k != "annotations")
+    return own
+
+
+def stripped_summary(stripped: Sequence[Stripped]) -> str:
+    """One sentence naming the CRD documents whose crdops annotations were dropped; empty when none."""
+    if not stripped:
+        return ""
+    return ("crdops annotations dropped from %d CRD document%s before applying (exported from a live CRD, they "
+            "describe that CRD, not this cluster's): %s" % (len(stripped), "" if len(stripped) == 1 else "s",
+                                                          "; ".join(str(s) for s in stripped)))
+
+
 def _kind_of(doc: Any) -> str:
     if isinstance(doc, dict):
         return str(doc.get("kind") or "no kind")
@@ -176,6 +222,9 @@ class ManifestReader:
     def add_doc(self, doc: Any, source: str, index: str) -> None:
         if _is_crd(doc, "%s document %s" % (source, index)):
             crd = dict((k, v) for k, v in doc.items() if k != "status")
+            dropped = _drop_own_annotations(crd)
+            if dropped:
+                self.result.stripped.append(Stripped(source, index, str(crd["metadata"]["name"]), dropped))
             self.result.crds.append(Manifest(doc=crd, source=source, index=index))
         else:
             self.result.skipped.append(Skipped(source=source, index=index, kind=_kind_of(doc)))

@@ -56,10 +56,13 @@ class MigrationRecord:
     objects_with_stale_managed_fields: int = 0
     # the proof behind the record (PROOFS); records written before it existed are read as "none"
     proof: str = PROOF_NONE
+    # metadata.uid of the CRD the pass ran on: a record copied with the CRD's annotations onto another cluster (a
+    # bundle exported with `kubectl get crd -o yaml`, a backup restore) names another uid and proves nothing there
+    crd_uid: str = ""
 
     def to_annotation(self) -> str:
         return json.dumps({
-            "proof": self.proof,
+            "proof": self.proof, "crdUid": self.crd_uid,
             "storageVersion": self.storage_version, "generation": self.generation,
             "startedAt": self.started_at, "completedAt": self.completed_at,
             "listed": self.listed, "rewritten": self.rewritten, "unchanged": self.unchanged,
@@ -91,7 +94,7 @@ class MigrationRecord:
             managed_fields_rewritten=int(data.get("managedFieldsRewritten", 0)),
             managed_fields_dropped=int(data.get("managedFieldsDropped", 0)),
             objects_with_stale_managed_fields=int(data.get("objectsWithStaleManagedFields", 0)),
-            proof=str(data.get("proof") or PROOF_NONE),
+            proof=str(data.get("proof") or PROOF_NONE), crd_uid=str(data.get("crdUid") or ""),
         )
 
     def to_dict(self) -> Dict[str, Any]:
@@ -109,6 +112,18 @@ class RecordValidation:
         out = dict(self.record.to_dict()) if self.record else {}
         out.update({"valid": self.ok, "reason": self.reason, "present": self.record is not None})
         return out
+
+
+def foreign_reason(what: str, uid: str, crd: Crd) -> Optional[str]:
+    """Why an annotation written for a CRD is not this CRD's (another uid, or none); None when it is."""
+    if not uid:
+        return ("unbound: the %s names no CRD uid (written before records were bound to their CRD, or made by "
+                "hand) and proves nothing" % what)
+    if uid != crd.uid:
+        return ("foreign: the %s was written for CRD uid %s, this CRD's uid is %s: it came with the CRD's "
+                "annotations from another cluster or an earlier install (a bundle exported with kubectl get crd, "
+                "a restore) and proves nothing here" % (what, uid, crd.uid or "unknown"))
+    return None
 
 
 def validate_record(crd: Crd) -> RecordValidation:
@@ -130,6 +145,9 @@ def validate_record(crd: Crd) -> RecordValidation:
     except (ValueError, KeyError, TypeError) as exc:
         return RecordValidation(False, "unreadable: %s annotation is not a valid record (%s)"
                                 % (RECORD_ANNOTATION, exc))
+    foreign = foreign_reason("record", record.crd_uid, crd)
+    if foreign:
+        return RecordValidation(False, foreign + "; run the migration again", record)
     if record.storage_version != crd.storage_version:
         return RecordValidation(False, "stale: record is for storage version %s, the CRD's storage version is %s"
                                 % (record.storage_version, crd.storage_version), record)
@@ -164,10 +182,11 @@ class Checkpoint:
     # the whole pass's counts through ``last`` (every run so far), so that the record of a resumed pass covers the
     # whole pass; None for a checkpoint written by an earlier version (then the resumed objects count as skipped only)
     counts: Optional[Dict[str, int]] = None
+    crd_uid: str = ""  # the CRD it was written on: a copied checkpoint would skip objects never written here
 
     def to_annotation(self) -> str:
         data: Dict[str, Any] = {"storageVersion": self.storage_version, "generation": self.generation,
-                                "last": self.last, "startedAt": self.started_at}
+                                "last": self.last, "startedAt": self.started_at, "crdUid": self.crd_uid}
         if self.counts is not None:
             data["counts"] = dict((k, int(self.counts.get(k, 0))) for k in CARRIED_COUNTS)
         return json.dumps(data, separators=(",", ":"), sort_keys=True)
@@ -193,12 +212,15 @@ def read_checkpoint(crd: Crd) -> Tuple[Optional[Checkpoint], Optional[str]]:
     try:
         data = json.loads(text)
         ckpt = Checkpoint(str(data["storageVersion"]), int(data["generation"]), str(data["last"]),
-                          str(data.get("startedAt", "")), _carried(data.get("counts")))
+                          str(data.get("startedAt", "")), _carried(data.get("counts")), str(data.get("crdUid") or ""))
     except (ValueError, KeyError, TypeError):
         return None, "checkpoint ignored: unreadable"
     if ckpt.storage_version != crd.storage_version or ckpt.generation != crd.generation:
         return None, ("checkpoint ignored: stale (storage version %s generation %d, CRD has %s generation %d)"
                       % (ckpt.storage_version, ckpt.generation, crd.storage_version, crd.generation))
+    foreign = foreign_reason("checkpoint", ckpt.crd_uid, crd)
+    if foreign:
+        return None, "checkpoint ignored: %s" % foreign
     return ckpt, None
 
 
@@ -235,13 +257,18 @@ def write_record(transport: Transport, started: Crd, record: MigrationRecord, at
     last_error: Optional[CrdOpsError] = None
     for _attempt in range(max(1, attempts)):
         current = get_crd(transport, started.name)
+        if current.uid != started.uid:
+            raise RecordError("the CRD was deleted and created again during the pass (uid %s -> %s); record not "
+                              "written, run the migration again" % (started.uid, current.uid),
+                              cluster=cluster, crd=started.name)
         if current.storage_version != started.storage_version or current.generation != started.generation:
             raise RecordError(
                 "CRD changed during the pass (storage version %s -> %s, generation %d -> %d); "
                 "record not written, run the migration again"
                 % (started.storage_version, current.storage_version, started.generation, current.generation),
                 cluster=cluster, crd=started.name)
-        if record.storage_version != current.storage_version or record.generation != current.generation:
+        if (record.storage_version != current.storage_version or record.generation != current.generation
+                or record.crd_uid != current.uid):
             raise RecordError("record does not match the CRD", cluster=cluster, crd=started.name)
         try:
             body = _patch_annotations(

@@ -34,6 +34,7 @@ from .events import REPAIR_FAILED, REPAIR_STARTED, REPAIR_SUCCEEDED, emit_crd_ev
 from .record import utc_now
 from .repair_diagnosis import (
     REPAIR_ANNOTATION,
+    repair_note,
     ListProbe,
     etcd_versions,
     previous_crd,
@@ -236,7 +237,7 @@ def add_versions(transport: Transport, raw: Dict[str, Any], entries: List[Dict[s
     if owners is None:  # first edit: who owns spec.versions now is who gets it back at the end
         owners = owner_entries((raw.get("metadata") or {}).get("managedFields") or [])
     note = json.dumps({"addedVersions": added, "startedAt": now, "storageVersion": crd.storage_version,
-                       "versionsOwners": owners}, separators=(",", ":"), sort_keys=True)
+                       "versionsOwners": owners, "crdUid": crd.uid}, separators=(",", ":"), sort_keys=True)
     versions = list((raw.get("spec") or {}).get("versions") or []) + entries
     return _patch_crd(transport, crd, {"metadata": {"annotations": {REPAIR_ANNOTATION: note}},
                                        "spec": {"versions": versions}},
@@ -245,10 +246,8 @@ def add_versions(transport: Transport, raw: Dict[str, Any], entries: List[Dict[s
 
 def recorded_owners(crd: Crd) -> Optional[List[Dict[str, Any]]]:
     """The owners of spec.versions recorded by an earlier (interrupted) repair, or None."""
-    try:
-        owners = json.loads(crd.annotations.get(REPAIR_ANNOTATION) or "{}").get("versionsOwners")
-    except (ValueError, AttributeError):
-        return None
+    note = repair_note(crd)
+    owners = note.get("versionsOwners") if note is not None else None
     return owners if isinstance(owners, list) else None
 
 

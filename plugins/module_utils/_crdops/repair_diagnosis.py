@@ -114,16 +114,23 @@ def etcd_versions(counts: Dict[str, int], group: str) -> Dict[str, int]:
     return out
 
 
+def repair_note(crd: Crd) -> Optional[Dict[str, Any]]:
+    """The note an earlier, interrupted repair left on this CRD; None when there is none, it is unreadable, or it
+    was written for another CRD (another uid: copied with the CRD's annotations from another cluster)."""
+    try:
+        data = json.loads(crd.annotations.get(REPAIR_ANNOTATION) or "null")
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("crdUid") != crd.uid:
+        return None
+    return data
+
+
 def repair_in_progress(crd: Crd) -> List[str]:
     """Versions an earlier, interrupted repair added back (recorded on the CRD before it added them)."""
-    text = crd.annotations.get(REPAIR_ANNOTATION)
-    if not text:
-        return []
-    try:
-        data = json.loads(text)
-        return [str(v) for v in data.get("addedVersions") or []]
-    except (ValueError, AttributeError, TypeError):
-        return []
+    note = repair_note(crd)
+    added = note.get("addedVersions") if note is not None else None
+    return [str(v) for v in added] if isinstance(added, list) else []
 
 
 def previous_crd(manifests: Sequence[Any], crd_name: str) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:

@@ -575,7 +575,7 @@ class RestorePass:
         try:
             write_checkpoint(self.transport, self.crd.name, Checkpoint(
                 self.crd.storage_version or "", self.crd.generation, self.clean_through, self.started_at,
-                self.pass_counts(self.drained_listings())))
+                self.pass_counts(self.drained_listings()), crd_uid=self.crd.uid))
         except CrdOpsError as exc:
             # A checkpoint is an optimisation; losing one costs re-work, not safety.
             self.result.checkpoint_note = "checkpoint write failed: %s" % exc
@@ -654,7 +654,7 @@ class RestorePass:
         # a resumed pass records the whole pass (earlier runs' counts carried by the checkpoint), not only this run
         record = MigrationRecord(storage_version=self.crd.storage_version or "", generation=self.crd.generation,
                                  started_at=self.started_at, completed_at=self.now(), failed=0, proof=proof_kind,
-                                 **self.pass_counts(r.listed))
+                                 crd_uid=self.crd.uid, **self.pass_counts(r.listed))
         try:
             write_record(self.transport, self.crd, record)
             r.record = record.to_dict()

@@ -36,7 +36,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from .crd import Crd, crd_path, stale_managed_fields_of
 from .errors import CrdOpsError
 from .listing import list_pages
-from .record import CHECKPOINT_ANNOTATION, PROOF_NONE, validate_record
+from .record import CHECKPOINT_ANNOTATION, PROOF_NONE, foreign_reason, validate_record
 from .release_follow import follow_release, pair_manifests
 from .selection import get_crd_raw
 from .transport import APPLY_PATCH, Transport, dumps, error_from_response
@@ -83,8 +83,11 @@ def crd_blockers(crd: Crd) -> List[str]:
         out.append("%s: status.storedVersions is %s, not [%s]" % (crd.name, stored, crd.storage_version))
     check = validate_record(crd)
     record = check.record
+    foreign = foreign_reason("migration record", record.crd_uid, crd) if record is not None else None
     if record is None:
         out.append("%s: no migration record (%s)" % (crd.name, check.reason))
+    elif foreign:
+        out.append("%s: %s" % (crd.name, foreign))
     elif record.storage_version != crd.storage_version:
         out.append("%s: the migration record is for storage version %s, the CRD's is %s"
                    % (crd.name, record.storage_version, crd.storage_version))

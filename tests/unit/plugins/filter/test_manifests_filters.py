@@ -26,7 +26,7 @@ def test_manifests_relative_to_the_base_dir_or_the_working_directory(tmp_path, m
     monkeypatch.chdir(tmp_path)
     assert crd_upgrade_manifests(["crds/*.yaml"]) == got
     assert crd_upgrade_manifests("crds/bundle.yaml", str(tmp_path))["files"] == [path]  # one string: a list of one
-    assert crd_upgrade_manifests([], str(tmp_path)) == {"files": [], "crds": [], "skipped": []}
+    assert crd_upgrade_manifests([], str(tmp_path)) == {"files": [], "crds": [], "skipped": [], "stripped": []}
 
 
 def test_manifests_fail_with_the_readers_message(tmp_path):

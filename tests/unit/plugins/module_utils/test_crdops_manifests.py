@@ -10,7 +10,7 @@ import yaml
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests import (
-    expand_paths, read_manifests, skipped_summary)
+    expand_paths, read_manifests, skipped_summary, stripped_summary)
 from tests.unit.crdops_fakes import make_crd
 
 NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gw"}}
@@ -21,6 +21,24 @@ def crd(name="widgets.example.com", **extra):
     doc = make_crd(name=name)
     doc.update(extra)
     return doc
+
+
+def test_crdops_annotations_exported_with_a_crd_are_dropped_and_named(tmp_path):
+    exported = crd()
+    exported["metadata"]["annotations"] = {"migration.crdops.io/storage-migration": "{}",
+                                           "migration.crdops.io/storage-migration-checkpoint": "{}",
+                                           "example.com/kept": "yes"}
+    bare = crd("gadgets.example.com")
+    bare["metadata"]["annotations"] = {"migration.crdops.io/storage-repair": "{}"}
+    f = write(tmp_path / "exported.yaml", exported, bare, crd("plain.example.com"))
+    got = read_manifests([f])
+    assert [m.doc["metadata"].get("annotations") for m in got.crds] == [{"example.com/kept": "yes"}, None, {}]
+    assert [(s.name, s.annotations) for s in got.stripped] == [
+        ("widgets.example.com", ("migration.crdops.io/storage-migration",
+                                 "migration.crdops.io/storage-migration-checkpoint")),
+        ("gadgets.example.com", ("migration.crdops.io/storage-repair",))]
+    assert exported["metadata"]["annotations"]["migration.crdops.io/storage-migration"] == "{}"  # input not changed
+    assert stripped_summary(got.stripped).startswith("crdops annotations dropped from 2 CRD documents")
 
 
 def write(path, *docs):
@@ -127,4 +145,4 @@ def test_unreadable_invalid_or_crd_free_manifests_name_the_file(tmp_path):
     skipped = "%s document 0 (Namespace)" % only_ns
     assert str(ei.value) == ("target_manifests: no CustomResourceDefinition in %s, %s/n*.yaml; skipped: %s, %s"
                              % (only_ns, tmp_path, skipped, skipped))
-    assert read_manifests([]).as_dict() == {"files": [], "crds": [], "skipped": []}  # nothing given: nothing to do
+    assert read_manifests([]).as_dict() == {"files": [], "crds": [], "skipped": [], "stripped": []}  # nothing given: nothing to do

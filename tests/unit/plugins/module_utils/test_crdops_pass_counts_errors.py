@@ -121,7 +121,8 @@ def test_three_runs_and_a_relist_still_account_for_every_listing():
 def test_an_old_checkpoint_without_counts_counts_the_resumed_objects_as_skipped():
     c = cluster(6)
     c.crds[NAME]["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = json.dumps(
-        {"storageVersion": "v2", "generation": 2, "last": "a/obj-00001", "startedAt": "2026-12-01T00:00:00Z"})
+        {"storageVersion": "v2", "generation": 2, "last": "a/obj-00001", "startedAt": "2026-12-01T00:00:00Z",
+         "crdUid": "u-" + NAME})
     r = migrate_crd(c, get_crd(c, NAME), RestoreOptions(page_size=2, workers=1))
     record = json.loads(c.crds[NAME]["metadata"]["annotations"][RECORD_ANNOTATION])
     assert r.carried is None and (record["listed"], record["rewritten"], record["skippedByCheckpoint"]) == (6, 4, 2)

@@ -15,7 +15,8 @@ from tests.unit.crdops_fakes import make_crd
 
 
 def validate(**counts):
-    data = {"storageVersion": "v2", "generation": 2, "startedAt": "a", "completedAt": "b"}
+    data = {"storageVersion": "v2", "generation": 2, "startedAt": "a", "completedAt": "b",
+            "crdUid": "u-crontabs.stable.example.com"}
     data.update(counts)
     return validate_record(Crd.from_api(make_crd(annotations={RECORD_ANNOTATION: json.dumps(data)})))
 

@@ -21,7 +21,7 @@ NAME = "crontabs.stable.example.com"
 
 def rec(sv="v2", gen=2, failed=0, proof="confirming-pass"):
     return MigrationRecord(sv, gen, "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", 3, 2, 1, 0, failed,
-                           proof=proof).to_annotation()
+                           proof=proof, crd_uid="u-" + NAME).to_annotation()
 
 
 @pytest.mark.parametrize("annotations,ok,words", [
@@ -31,6 +31,12 @@ def rec(sv="v2", gen=2, failed=0, proof="confirming-pass"):
     ({RECORD_ANNOTATION: rec(gen=1)}, False, ["stale", "generation 1", "generation is 2"]),
     ({RECORD_ANNOTATION: rec(failed=3)}, False, ["3 failed"]),
     ({RECORD_ANNOTATION: rec()}, True, ["valid"]),
+    # copied with the CRD's annotations from another cluster (exported bundle, restore): another uid proves nothing
+    ({RECORD_ANNOTATION: MigrationRecord("v2", 2, "a", "b", 3, 2, 1, 0, 0, proof="etcd-scan",
+                                         crd_uid="u-from-the-canary").to_annotation()}, False,
+     ["foreign", "u-from-the-canary", "u-" + NAME, "run the migration again"]),
+    ({RECORD_ANNOTATION: MigrationRecord("v2", 2, "a", "b", 3, 2, 1, 0, 0, proof="etcd-scan").to_annotation()},
+     False, ["unbound", "no CRD uid"]),
 ])
 def test_validate_record(annotations, ok, words):
     v = validate_record(Crd.from_api(make_crd(annotations=annotations)))
@@ -50,9 +56,19 @@ def test_write_record_refuses_failures_and_changed_crd():
     c.crds[NAME]["spec"]["versions"][0]["storage"] = True
     c.crds[NAME]["spec"]["versions"][1]["storage"] = False
     with pytest.raises(RecordError) as ei:
-        write_record(c, crd, MigrationRecord("v2", 2, "a", "b"))
+        write_record(c, crd, MigrationRecord("v2", 2, "a", "b", crd_uid=crd.uid))
     assert "storage version v2 -> v1" in str(ei.value)
     assert c.crd_writes == 0
+
+
+def test_write_record_refuses_a_crd_created_again_during_the_pass():
+    c = FakeCluster()
+    c.add_crd()
+    crd = get_crd(c, NAME)
+    c.crds[NAME]["metadata"]["uid"] = "u-created-again"
+    with pytest.raises(RecordError) as ei:
+        write_record(c, crd, MigrationRecord("v2", 2, "a", "b", crd_uid=crd.uid))
+    assert "deleted and created again" in str(ei.value) and c.crd_writes == 0
 
 
 def test_write_record_retries_on_conflict_and_uses_rv_lock():
@@ -67,7 +83,7 @@ def test_write_record_retries_on_conflict_and_uses_rv_lock():
             assert b'"resourceVersion"' in body
             return status(409, "the object has been modified", "Conflict")
     c.hooks.append(hook)
-    out = write_record(c, crd, MigrationRecord("v2", 2, "a", "b"))
+    out = write_record(c, crd, MigrationRecord("v2", 2, "a", "b", crd_uid=crd.uid))
     assert validate_record(out).ok and n == [1]
 
 

@@ -298,3 +298,15 @@ def test_a_throttled_probe_is_asked_again_before_anything_is_concluded():
     c.hooks.append(lambda m, p, q, b: answers.pop() if answers and p.startswith("/apis/" + GROUP) else None)
     res = repair_crd(c, NAME, opts())
     assert not res.broken and res.object_count == 2 and answers == []
+
+
+def test_a_repair_note_of_another_crd_is_not_this_repair():
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair_diagnosis import (
+        repair_in_progress)
+
+    def with_note(uid):
+        note = {"addedVersions": ["v1"], "versionsOwners": [], "crdUid": uid}
+        return Crd.from_api(make_crd(annotations={REPAIR_ANNOTATION: json.dumps(note)}))
+
+    assert repair_in_progress(with_note("u-crontabs.stable.example.com")) == ["v1"]
+    assert repair_in_progress(with_note("u-another-cluster")) == []  # copied with the CRD: not ours to undo

@@ -225,6 +225,13 @@ def test_stale_checkpoint_is_ignored():
     assert r.resumed_from is None and "stale" in r.checkpoint_note and r.rewritten == 10
 
 
+def test_a_checkpoint_of_another_crd_is_ignored():
+    copied = json.dumps({"storageVersion": "v2", "generation": 2, "last": "zzz", "startedAt": "x", "crdUid": "u-other"})
+    c = cluster_with(10, annotations={CHECKPOINT_ANNOTATION: copied})
+    r = run(c)
+    assert r.resumed_from is None and "foreign" in r.checkpoint_note and r.rewritten == 10
+
+
 def test_record_not_written_when_crd_changed_during_pass():
     c = cluster_with(10)
     crd = get_crd(c, NAME)

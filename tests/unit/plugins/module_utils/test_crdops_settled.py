@@ -19,7 +19,7 @@ DONE = (("v2", True, True),)  # release N+1: v1 removed
 
 def rec(sv="v2", gen=2, failed=0, listed=3, proof="etcd-scan"):
     return MigrationRecord(sv, gen, "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", listed, 2, 1, 0, failed,
-                           proof=proof).to_annotation()
+                           proof=proof, crd_uid="u-" + NAME).to_annotation()
 
 
 def crd(stored=("v2",), generation=2, **annotations):
@@ -33,6 +33,13 @@ def test_a_trimmed_crd_with_a_proven_record_leaves_nothing():
 def test_a_record_stale_only_by_generation_still_counts():
     # applying release N+1 bumps the generation after the record was written; the storage version is the same
     assert crd_blockers(crd(generation=3, **{RECORD_ANNOTATION: rec(gen=2)})) == []
+
+
+def test_a_record_copied_from_another_crd_never_counts_whatever_its_generation():
+    copied = MigrationRecord("v2", 2, "a", "b", 3, 2, 1, 0, 0, proof="etcd-scan", crd_uid="u-canary").to_annotation()
+    for generation in (2, 3):
+        (blocker,) = crd_blockers(crd(generation=generation, **{RECORD_ANNOTATION: copied}))
+        assert "foreign" in blocker and "u-canary" in blocker
 
 
 @pytest.mark.parametrize("c,words", [

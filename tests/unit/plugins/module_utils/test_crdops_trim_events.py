@@ -24,7 +24,8 @@ def cluster(annotations):
 
 def valid_record():
     return {RECORD_ANNOTATION: MigrationRecord("v2", 2, "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z",
-                                               3, 2, 1, 0, 0, proof="confirming-pass").to_annotation()}
+                                               3, 2, 1, 0, 0, proof="confirming-pass",
+                                               crd_uid="u-crontabs.stable.example.com").to_annotation()}
 
 
 def test_a_trim_posts_stored_versions_trimmed_about_the_crd():

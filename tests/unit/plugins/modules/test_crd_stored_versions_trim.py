@@ -20,7 +20,7 @@ def cluster(monkeypatch):
 
 def with_record(cluster, proof="confirming-pass"):
     cluster.crds[NAME]["metadata"]["annotations"][RECORD_ANNOTATION] = json.dumps(
-        {"storageVersion": "v2", "generation": 2, "failed": 0, "proof": proof})
+        {"storageVersion": "v2", "generation": 2, "failed": 0, "proof": proof, "crdUid": "u-" + NAME})
 
 
 def test_trim_refuses_a_record_without_proof_unless_accept_unproven(cluster, capsys):

@@ -38,7 +38,8 @@ def test_in_the_worker_info_answers_exactly_what_the_module_answers(monkeypatch,
 def test_check_mode_and_diff_reach_the_job_and_a_bad_option_fails_naming_it(monkeypatch):
     cluster = connected_fake(monkeypatch)
     cluster.crds[NAME]["metadata"]["annotations"][RECORD_ANNOTATION] = json.dumps(
-        {"storageVersion": "v2", "generation": 2, "failed": 0, "proof": "confirming-pass"})
+        {"storageVersion": "v2", "generation": 2, "failed": 0, "proof": "confirming-pass",
+         "crdUid": "u-" + NAME})
     planned = make(trim_action, {"names": [NAME]}, check_mode=True)
     res = planned.run_here(action_params(planned))
     assert res["changed"] is True and res["crds"][0]["stored_versions_after"] == ["v2"] and cluster.writes() == []
