@@ -74,6 +74,24 @@ options:
         request counters in between is other clients' traffic. V(0) does not read C(/metrics).
     type: float
     default: 30
+  accept_clients:
+    description:
+      - O(check=writers). Clients accepted to break when the versions go, so that they no longer hold the next
+        release back (the result's C(held_back)) - V(true) for every client, V(false) for none, or a list of names,
+        each a field manager (C(argocd-controller)), a source an object names (a Flux Kustomization or a Helm release
+        as C(namespace/name), an Argo CD Application), or V(requests) for the requests counted at a removed version.
+      - Accepted clients are still listed in C(clients) and O(fail_on_error) does not fail for them.
+    type: raw
+    default: false
+  helm_releases:
+    description:
+      - O(check=writers). Also read the manifest of each Helm release's latest deployed revision (Secrets labelled
+        C(owner=helm), all namespaces) and name the releases that declare a custom resource at a removed version;
+        after the version goes, every C(helm upgrade) of such a release fails (helm/helm#7361). Needs C(list) on
+        C(secrets), and where it is forbidden the result says C(not checked). Release content is never returned or
+        logged, only the objects' kind, namespace, name and version.
+    type: bool
+    default: true
   apiserver_endpoints:
     description:
       - O(check=writers). The https URL of every apiserver (as for M(crdops.migration.crd_storage_migrate)),
@@ -107,7 +125,9 @@ options:
     type: float
     default: 5
   fail_on_error:
-    description: Fail when any CRD does not pass. With V(false) the result still says C(ok=false).
+    description:
+      - Fail when any CRD does not pass. With V(false) the result still says C(ok=false).
+      - O(check=writers) fails only for a CRD held back by a client not in O(accept_clients).
     type: bool
     default: true
   events:
@@ -134,12 +154,14 @@ EXAMPLES = r'''
     names: [widgets.example.com]
     sample: 20
 
-- name: Who still uses v1alpha1 of the widgets (written since the re-store began, or requested in 30 s)
+- name: Who still uses v1alpha1 of the widgets (appliers declaring it, writers since the re-store began, requests in 30 s)
   crdops.migration.crd_client_check:
     check: writers
     names: [widgets.example.com]
     removed_versions: {widgets.example.com: [v1alpha1]}
     since: "{{ info.server_time }}"
+    # the legacy deployer is being retired with this release: its objects may break
+    accept_clients: [legacy-deployer]
     fail_on_error: false
   register: writers
 
@@ -228,17 +250,31 @@ writers:
       type: str
       returned: always
     metrics_window_s: {description: Seconds between the two reads of C(/metrics)., type: float, returned: always}
-    ok: {description: No client uses a removed version., type: bool, returned: always}
+    ok: {description: No client uses a removed version (accepted ones included)., type: bool, returned: always}
+    held_back:
+      description: The CRDs whose next release must not be applied yet, a client not accepted still using a removed version.
+      type: list
+      elements: str
+      returned: always
+    readers_checked:
+      description: The request counters were read for every CRD checked; V(false) means readers were not looked for.
+      type: bool
+      returned: always
     refusal:
-      description: When not C(ok), one sentence naming the cluster, each CRD and client, and the way out.
+      description: When a CRD is held back, one sentence naming the cluster, each CRD and client, and the way out.
       type: str
       returned: always
     crds:
       description: >-
         Per CRD C(name), C(removed_versions), C(listed), C(writers) (C(manager), C(operation), C(version),
-        C(subresource), C(objects), C(last_write), C(examples)), C(older_entries) (entries at removed versions
-        written before C(since)), C(traffic) (per apiserver C(requests) and C(by_verb) per version, C(watches),
-        C(measured), C(note)), C(clients) (one sentence each) and C(ok).
+        C(subresource), C(kind), C(objects), C(last_write), C(examples), C(sources)), C(older_entries) (Update entries
+        at removed versions written before C(since)), C(traffic) (per apiserver C(requests) and C(by_verb) per
+        version, C(watches), C(measured), C(note)), C(clients) (one sentence each), C(ok), C(readers_checked),
+        C(held_back), C(held_back_by) (the clients not accepted) and C(fix).
+      - C(kind) is V(declares) for an C(Apply) entry at a removed version, whatever its age (the applier's source
+        still says that version), V(declares (client-side apply)) for kubectl's last-applied annotation at such a
+        version, V(declares (Helm release)) for a Helm release whose stored manifest says it, and V(writes) for an
+        C(Update) entry written at or after O(since).
       type: list
       elements: dict
       returned: always
@@ -268,6 +304,8 @@ OPTIONS = dict(
     since=dict(type="str"),
     lookback=dict(type="float", default=3600.0),
     metrics_window=dict(type="float", default=30.0),
+    accept_clients=dict(type="raw", default=False),
+    helm_releases=dict(type="bool", default=True),
     apiserver_endpoints=dict(type="list", elements="str", default=[]),
     sample=dict(type="int", default=10),
     check_all_below=dict(type="int", default=50),
@@ -277,6 +315,21 @@ OPTIONS = dict(
     fail_on_error=dict(type="bool", default=True),
     events=dict(type="bool", default=True),
 )
+
+
+def accept_value(value):
+    """``accept_clients`` as given: a boolean (also as text, from a survey), or a list of names (also one per
+    comma or line)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in ("true", "yes", "on", "1", "false", "no", "off", "0", ""):
+            return lowered in ("true", "yes", "on", "1")
+        return [n for n in value.replace(",", " ").split() if n]
+    if isinstance(value, (list, tuple)):
+        return [str(n) for n in value]
+    raise BadInputError("accept_clients must be true, false or a list of names, got %r" % (value,))
 
 
 class ClientCheck(Job):
@@ -297,7 +350,7 @@ class ClientCheck(Job):
             self.writers_options = WritersOptions(
                 removed_versions=p["removed_versions"], since=p["since"], lookback=p["lookback"],
                 metrics_window=p["metrics_window"], page_size=p["page_size"],
-                apiserver_endpoints=tuple(p["apiserver_endpoints"]))
+                apiserver_endpoints=tuple(p["apiserver_endpoints"]), accept=accept_value(p["accept_clients"]))
             self.writers_options.validate()
 
     def run(self, transport, crds):
@@ -320,9 +373,10 @@ class ClientCheck(Job):
         checks, cluster = self.checks, self.result["cluster"]
         if self.writers is not None:
             self.result["ok"] = self.writers.ok
-            if not self.writers.ok and self.params["fail_on_error"]:
-                first = next(c for c in self.writers.crds if c.clients())
-                raise OutcomeError("broken_clients", self.writers.refusal(cluster), cluster=cluster, crd=first.name)
+            held = self.writers.held_back
+            self.result["held_back"] = held
+            if held and self.params["fail_on_error"]:
+                raise OutcomeError("broken_clients", self.writers.refusal(cluster), cluster=cluster, crd=held[0])
             return
         bad = [c for c in checks if not c.ok]
         self.result.update(ok=not bad, failed_checks=sum(len(c.failures) for c in checks),

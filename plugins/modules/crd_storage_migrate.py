@@ -250,6 +250,19 @@ options:
     type: list
     elements: str
     version_added: 1.2.0
+  keep_applier_entries:
+    description:
+      - Leave C(Apply) entries and kubectl's C(last-applied-configuration) annotation at a version in
+        O(removed_versions) as they are while the CRD still serves that version. They say that the applier's source (a
+        Git repository, a chart) still declares that version, so a check before the next release (the role's, or
+        M(crdops.migration.crd_client_check) with O(crdops.migration.crd_client_check#module:check=writers)) can name
+        it, on this run and every rerun, until the applier applies at a version that stays. The apiserver converts
+        them while the version is served.
+      - The role C(crd_upgrade) sets it for the re-store and leaves it unset for the managedFields passes around
+        release N+1, which translate them once that release is going to be applied.
+    type: bool
+    default: false
+    version_added: 1.3.0
   require_record:
     description:
       - Names of CRDs that must end with a valid migration record. Such a CRD without one gets a full pass (and a record)
@@ -688,6 +701,7 @@ OPTIONS = dict(
     resume=dict(type="bool", default=True),
     force=dict(type="bool", default=False),
     removed_versions=dict(type="list", elements="str"),
+    keep_applier_entries=dict(type="bool", default=False),
     require_record=dict(type="list", elements="str", default=[]),
     apiserver_endpoints=dict(type="list", elements="str", default=[]),
     barrier_timeout=dict(type="float", default=60),
@@ -742,7 +756,8 @@ class Migrate(Job):
                                    preflight_sample=p["preflight_sample"], sample_only=p["sample_only"],
                                    should_stop=self.heartbeat(),
                                    removed_versions=(tuple(p["removed_versions"])
-                                                     if p["removed_versions"] is not None else None)),
+                                                     if p["removed_versions"] is not None else None),
+                                   keep_declared=p["keep_applier_entries"]),
             force=p["force"], require_record=tuple(p["require_record"]),
             barrier_timeout=p["barrier_timeout"], barrier_settle=p["barrier_settle"],
             lease_namespace=p["lease_namespace"], lease_wait=p["lease_wait"], stop=self.stop,

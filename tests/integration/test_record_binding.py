@@ -21,7 +21,7 @@ import yaml
 from tests.controlplane.etcd_reader import scan_storage
 from tests.controlplane.kube import objects_path
 from tests.integration.modrun import ansible_playbook, auth_args, run_module
-from tests.integration.seed import crd_at, flip_storage, seed_old_objects
+from tests.integration.seed import crd_at, seed_old_objects
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import RECORD_ANNOTATION
 

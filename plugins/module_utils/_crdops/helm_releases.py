@@ -256,7 +256,9 @@ def _head(text: str) -> Optional[Tuple[str, str, str, str]]:
         return None  # Helm's own build would fail on it too; not a document we can name
     if not isinstance(doc, dict):
         return None
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
     api, kind = doc.get("apiVersion"), doc.get("kind")
     if not isinstance(api, str) or not isinstance(kind, str):
         return None
@@ -550,7 +552,8 @@ def plan_rewrite(transport: Transport, release: HelmRelease, storage_versions: M
     except PayloadError as exc:
         raise ApiError("%s: the payload does not decode: %s" % (what, exc), cluster=transport.cluster_label) from None
     except CrdOpsError as exc:
-        raise exc.with_context(cluster=transport.cluster_label, obj=release.label)
+        exc.with_context(cluster=transport.cluster_label, obj=release.label)
+        raise
     if missing:  # same resourceVersion, yet not there: the scan and this read disagree, so touch nothing
         raise ConflictError("%s no longer declares %s; run again" % (
             what, ", ".join("%s %s" % (o.kind, o.name) for o in missing)), cluster=transport.cluster_label)

@@ -24,6 +24,12 @@ a ``test`` of the listed resourceVersion, that
 Which entries: those at the versions the target release removes (``fix_versions``). Without that list, conversion
 ``None`` fixes every version other than the storage version (paths are identical, nothing is lost), and a webhook
 conversion leaves every entry untouched and reports it. Entries at a version that stays served are never touched.
+
+``keep_declared``: an ``Apply`` entry, and kubectl's last-applied annotation, at a version being removed that the CRD
+still serves are left as they are. They are their applier's declaration that its source still says that version
+(client_evidence.py): the check before the next release reads them, a rerun reads them again, and they vanish when
+the applier applies at a version that stays. The apiserver converts them while the version is served; the passes
+around the next release's apply translate them (without this flag) once that release is going to be applied.
 """
 
 from __future__ import annotations
@@ -134,13 +140,19 @@ class ManagedFieldsPolicy:
 
     def __init__(self, group: str, storage_version: Optional[str], conversion_strategy: str = "None",
                  fix_versions: Optional[FrozenSet[str]] = None, mapping_for: Optional[MappingFor] = None,
-                 served: Optional[FrozenSet[str]] = None) -> None:
+                 served: Optional[FrozenSet[str]] = None, keep_declared: bool = False) -> None:
         self.group = group
+        self.keep_declared = keep_declared
         self.storage_version = storage_version or ""
         self.translate = conversion_strategy != "None"
         self.fix_versions = fix_versions
         self.mapping_for = mapping_for
         self.served = served
+
+    def keeps_declaration(self, operation: Any, version: str) -> bool:
+        """An applier's declaration at a version still served, left for the check before the next release."""
+        return (self.keep_declared and operation == "Apply" and self.served is not None
+                and version in self.served)
 
     def fixes(self, version: str) -> bool:
         if self.fix_versions is None:
@@ -184,6 +196,8 @@ class ManagedFieldsPolicy:
         found = applied_version(text, self.group)
         if found is None or found[1] == self.storage_version or not self.fixes(found[1]):
             return None
+        if self.keeps_declaration("Apply", found[1]):  # the client-side applier's declaration, like an Apply entry
+            return None
         manifest, version = found
         return fix_last_applied(str(text), manifest, version, self.group, self.storage_version,
                                 self.mapping_for(version), entries)
@@ -200,6 +214,8 @@ class ManagedFieldsPolicy:
                        str(entry.get("subresource") or ""), version)
         if not self.fixes(version):
             return fix
+        if self.keeps_declaration(entry.get("operation"), version):
+            return fix._replace(note="its applier still declares %s (kept while it is served)" % version)
         new_entry = dict(entry, apiVersion="%s/%s" % (self.group, self.storage_version))
         if not self.translate:
             return fix._replace(action=REWRITTEN, entry=new_entry)

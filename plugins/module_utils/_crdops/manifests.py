@@ -185,9 +185,9 @@ def _drop_own_annotations(crd: Dict[str, Any]) -> Tuple[str, ...]:
     A record, checkpoint or repair note in a manifest was exported from some live CRD; applied here it would claim
     that CRD's migration for this one."""
     meta = crd.get("metadata")
-    annotations = meta.get("annotations") if isinstance(meta, dict) else None
-    if not isinstance(annotations, dict):
+    if not isinstance(meta, dict) or not isinstance(meta.get("annotations"), dict):
         return ()
+    annotations: Dict[str, Any] = meta["annotations"]
     own = tuple(sorted(k for k in annotations if str(k).startswith(OWN_ANNOTATION_PREFIX)))
     if own:
         kept = dict((k, v) for k, v in annotations.items() if k not in own)

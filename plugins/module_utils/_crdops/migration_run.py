@@ -33,7 +33,8 @@ from .pace import Learned, PaceCarry, PaceGate
 from .pass_lease import DEFAULT_NAMESPACE, LeaseHeldError, PassLease
 from .proof import DEFAULT_CONFIRM_PASSES, ConfirmingPasses, etcd_proof
 from .record import Proof, validate_record
-from .restore import CrdResult, RestoreOptions, StopCheck, check_migratable, fix_managed_fields, migrate_crd
+from .restore import (
+    CrdResult, RestoreOptions, RunPolicy, StopCheck, check_migratable, fix_managed_fields, migrate_crd, run_policy)
 from .selection import get_crd
 from .stop import StopSignal
 from .transport import Transport
@@ -192,7 +193,8 @@ def _emit(transport: Transport, crd: Crd, errors: List[str], reason: str, messag
 
 
 def prover(transport: Transport, crd: Crd, options: RunOptions, progress: ProgressFile,
-           stop_check: Optional[StopCheck], barrier: Optional[Dict[str, Any]]) -> Optional[Callable[[CrdResult], Proof]]:
+           stop_check: Optional[StopCheck], barrier: Optional[Dict[str, Any]],
+           policy: Optional[RunPolicy] = None) -> Optional[Callable[[CrdResult], Proof]]:
     """What proves the pass before its record: the etcd scan, confirming passes, or nothing (proof "none").
     Confirming requests take a new connection each unless one apiserver alone answers (barrier mode single)."""
     reader = options.etcd
@@ -201,7 +203,8 @@ def prover(transport: Transport, crd: Crd, options: RunOptions, progress: Progre
     if options.confirm_passes > 0:
         fresh = (barrier or {}).get("mode") != "single"
         return ConfirmingPasses(transport, crd, options.restore, options.confirm_passes, fresh_connections=fresh,
-                                stop=options.stop, stop_check=stop_check, progress=progress.update)
+                                stop=options.stop, stop_check=stop_check, progress=progress.update,
+                                mf_policy=policy[0] if policy is not None else None)
     return None
 
 
@@ -238,9 +241,11 @@ def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier: Barri
     if not check_mode:
         _emit(transport, crd, errors, PASS_STARTED, started_message(crd, options.restore.removed_versions))
     try:
+        policy = run_policy(transport, crd, options.restore)  # one for the pass and its confirming passes
         entry = migrate_crd(transport, crd, options.restore, progress=progress.update, stop_check=stop_check,
-                            stop=options.stop, barrier_revision=revision, pace=pace,
-                            prove=None if check_mode else prover(transport, crd, options, progress, stop_check, waited)
+                            stop=options.stop, barrier_revision=revision, pace=pace, policy=policy,
+                            prove=None if check_mode else prover(transport, crd, options, progress, stop_check, waited,
+                                                                 policy)
                             ).to_dict()
     except CrdOpsError as exc:
         if not check_mode:

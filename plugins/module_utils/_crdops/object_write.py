@@ -26,7 +26,7 @@ from .crd import Crd
 from .errors import ApiError, CrdOpsError, NotFoundError
 from .listing import ObjectRef
 from .last_applied import LastAppliedFix
-from .managed_fields import EntryFix, StaleFields, plan_patch, stale_entries
+from .managed_fields import EntryFix, ManagedFieldsPolicy, StaleFields, plan_patch, stale_entries
 from .transport import ACCEPT_PARTIAL, JSON_PATCH, MERGE_PATCH, ApiResponse, Transport, dumps, error_from_response
 
 # outcome kinds of one object
@@ -181,12 +181,14 @@ def restore_object(transport: Transport, crd: Crd, ref: ObjectRef) -> Outcome:
     return merge_write(transport, crd, ref, ref.resource_version)
 
 
-def confirm_object(transport: Transport, crd: Crd, ref: ObjectRef) -> Outcome:
+def confirm_object(transport: Transport, crd: Crd, ref: ObjectRef,
+                   policy: Optional[ManagedFieldsPolicy] = None) -> Outcome:
     """The confirming pass's no-op write: a JSON patch that only tests the listed resourceVersion. The test pins the
     object, so a resourceVersion that changes can only be this write's doing: the object was not stored at the
     storage version (or an admission changed it). When another client wrote in between, the test fails and the
     object is read again and tested at its new resourceVersion. An object whose managedFields name another version
-    gets the managedFields write instead (``stale_object``: not part of the proof)."""
+    gets the managedFields write instead (``stale_object``: not part of the proof), decided by ``policy``, the run's
+    (without one: conversion None's rule, every other version)."""
     if ref.stale is not None:
         return managed_fields_write(transport, crd, ref, ref.stale)
     kw: Dict[str, Any] = dict(cluster=transport.cluster_label, crd=crd.name, obj=ref.key)
@@ -209,8 +211,9 @@ def confirm_object(transport: Transport, crd: Crd, ref: ObjectRef) -> Outcome:
             return Outcome(FAILED, error_from_response(fresh, "GET after a failed resourceVersion test", **kw))
         meta = (fresh.json() or {}).get("metadata") or {}
         rv = str(meta.get("resourceVersion") or "")
-        stale = stale_entries(meta.get("managedFields"), crd.group, crd.storage_version)
-        if stale is not None:
+        stale = (stale_entries(meta.get("managedFields"), crd.group, crd.storage_version) if policy is None
+                 else policy.classify(meta.get("managedFields"), meta.get("annotations")))
+        if stale is not None and stale.writes:
             return managed_fields_write(transport, crd, ref._replace(resource_version=rv), stale)
     return Outcome(FAILED, ApiError("the object changed between every read and write (%d resourceVersion tests "
                                     "failed); not confirmed" % (TEST_RETRIES + 1), **kw))

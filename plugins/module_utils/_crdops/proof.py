@@ -27,6 +27,7 @@ from .crd import Crd
 from .errors import CrdOpsError
 from .etcd_scan import EtcdReader
 from .record import PROOF_CONFIRMING_PASS, PROOF_ETCD, Proof
+from .managed_fields import ManagedFieldsPolicy
 from .restore import CrdResult, ProgressFn, RestoreOptions, RestorePass, StopCheck
 from .stop import StopSignal
 from .transport import JSON, Transport
@@ -83,8 +84,12 @@ class ConfirmingPasses:
 
     def __init__(self, transport: Transport, crd: Crd, options: RestoreOptions, passes: int = DEFAULT_CONFIRM_PASSES,
                  *, fresh_connections: bool = True, stop: Optional[StopSignal] = None,
-                 stop_check: Optional[StopCheck] = None, progress: Optional[ProgressFn] = None) -> None:
+                 stop_check: Optional[StopCheck] = None, progress: Optional[ProgressFn] = None,
+                 mf_policy: Optional[ManagedFieldsPolicy] = None) -> None:
         self.transport = transport
+        # the main pass's policy: a confirming pass classifies managedFields by the same rules (removed versions,
+        # the field mapping of a webhook, entries kept as appliers' declarations)
+        self.mf_policy = mf_policy
         self.crd = crd
         self.options = replace(options, use_checkpoint=False, write_record=False)
         self.passes = passes
@@ -99,7 +104,7 @@ class ConfirmingPasses:
         spent = 0.0
         for number in range(1, self.passes + 1):
             res = RestorePass(self.conn, self.crd, self.options, confirming=True, stop=self.stop,
-                              stop_check=self.stop_check, progress=self.progress).run()
+                              stop_check=self.stop_check, progress=self.progress, mf_policy=self.mf_policy).run()
             spent += res.duration_s
             rounds.append({"listed": res.listed, "confirmed": res.unchanged, "changed": res.rewritten,
                            "excluded": res.excluded, "gone": res.gone, "failed": res.failed,

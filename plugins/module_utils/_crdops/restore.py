@@ -34,7 +34,7 @@ from .errors import (
 from .freshness import written_after
 from .listing import ListStats, ObjectRef, first_page, list_pages
 from .managed_fields import ManagedFieldsPolicy, check_removed_versions, plan_patch
-from .mapping_source import managed_fields_policy
+from .mapping_source import MappingSource, managed_fields_policy
 from .mf_report import ManagedFieldsTally
 from .object_write import (  # noqa: F401 - outcome kinds and restore_object are re-exported for callers
     FAILED,
@@ -90,6 +90,9 @@ class RestoreOptions:
     # versions the target release removes, ``<crd name>/<version>`` or ``<version>`` (every CRD); None: not given
     # (managed_fields.py: conversion None then fixes every other version, a webhook none)
     removed_versions: Optional[Tuple[str, ...]] = None
+    # Apply entries and kubectl's last-applied annotation at a removed version still served are left as they are
+    # (managed_fields.py): they tell the check before the next release which appliers still declare that version
+    keep_declared: bool = False
 
     def validate(self) -> None:
         at_least("page_size", self.page_size, 0, strict=True)
@@ -494,7 +497,7 @@ class RestorePass:
     def write(self, ref: ObjectRef) -> Outcome:
         try:
             if self.confirming:
-                return confirm_object(self.transport, self.crd, ref)
+                return confirm_object(self.transport, self.crd, ref, self.mf_policy)
             return restore_object(self.transport, self.crd, ref)
         except CrdOpsError as exc:  # connection failure past the deadline
             return Outcome(FAILED, exc.with_context(crd=self.crd.name, obj=ref.key), stale_object=ref.stale is not None)
@@ -663,6 +666,14 @@ class RestorePass:
             r.record_error = str(exc)
 
 
+RunPolicy = Tuple[ManagedFieldsPolicy, Optional[MappingSource]]
+
+
+def run_policy(transport: Transport, crd: Crd, options: RestoreOptions) -> RunPolicy:
+    """The one managedFields policy of a run over ``crd``: every pass and every re-read classify entries with it."""
+    return managed_fields_policy(transport, crd, options.removed_versions, options.keep_declared)
+
+
 def _prepare(transport: Transport, crd: Crd, options: RestoreOptions) -> None:
     options.validate()
     check_migratable(crd, transport.cluster_label)
@@ -683,6 +694,7 @@ def migrate_crd(
     barrier_revision: Optional[int] = None,
     pace: Optional[PaceGate] = None,
     prove: Optional[Callable[[CrdResult], Proof]] = None,
+    policy: Optional[RunPolicy] = None,
 ) -> CrdResult:
     """Run one complete re-store pass over ``crd`` (as read when the pass starts) and, when it is
     complete with zero failures, write the migration record. Never raises for per-object errors;
@@ -690,12 +702,13 @@ def migrate_crd(
     ``aborted_reason`` set. Bad input raises before anything is written. ``barrier_revision``: the etcd revision
     read when the HA barrier passed; objects written after it are counted ``already_current`` (freshness.py).
     ``pace``: the gate of the writes (default: a fresh one from ``options``; migration_run.py passes one that
-    starts from what the cluster's previous pass learned)."""
+    starts from what the cluster's previous pass learned). ``policy``: the run's managedFields policy, shared with
+    the confirming passes (run_policy)."""
     _prepare(transport, crd, options)
-    policy, mappings = managed_fields_policy(transport, crd, options.removed_versions)
+    mf_policy, mappings = policy or run_policy(transport, crd, options)
     result = RestorePass(transport, crd, options, probe=probe, progress=progress, clock=clock, now=now,
                          stop_check=stop_check, stop=stop, barrier_revision=barrier_revision, pace=pace,
-                         mf_policy=policy, prove=prove).run()
+                         mf_policy=mf_policy, prove=prove).run()
     result.field_mappings = mappings.summaries() if mappings is not None else []
     return result
 
@@ -718,7 +731,7 @@ def fix_managed_fields(
     No checkpoint, no record; ``complete`` and the counts say what was done (in check mode, what would be)."""
     _prepare(transport, crd, options)
     opts = replace(options, use_checkpoint=False, write_record=False)
-    policy, mappings = managed_fields_policy(transport, crd, options.removed_versions)
+    policy, mappings = run_policy(transport, crd, options)
     result = RestorePass(transport, crd, opts, probe=probe, progress=progress, clock=clock, now=now,
                          managed_fields_only=True, stop_check=stop_check, stop=stop, pace=pace,
                          mf_policy=policy).run()

@@ -27,10 +27,11 @@ import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .apiservers import discover_topology, parse_time, server_now
 from .client_check import metadata_pages
+from .client_evidence import DECLARES_CLIENT_SIDE, WRITES, Evidence, Source, is_leftover, object_evidence, sources_of
 from .crd import Crd
 from .errors import BadInputError, CrdOpsError, at_least
 from .transport import JSON, Transport
@@ -40,6 +41,16 @@ METRICS_ACCEPT = "text/plain;version=0.0.4"
 REQUESTS_METRIC = "apiserver_request_total"
 WATCHES_METRIC = "apiserver_longrunning_requests"
 MAX_EXAMPLES = 5
+REQUESTS = "requests"  # the name in accept_clients that accepts the requests counted at a removed version
+# accept_clients: True accepts every client; a list accepts those it names (a manager, a source's reference, or
+# "requests" for the counted requests, whose clients have no name); False accepts none
+Accept = Union[bool, Sequence[str]]
+
+
+def accepts(accept: Accept, names: Sequence[str]) -> bool:
+    if isinstance(accept, bool):
+        return accept
+    return any(n in accept for n in names if n)
 _LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
@@ -135,29 +146,49 @@ def traffic_of(url: str, before: MetricsRead, after: MetricsRead, crd: Crd, vers
     return out
 
 
-# -- managedFields ------------------------------------------------------------------------------------------
+# -- managedFields and last-applied --------------------------------------------------------------------------
 @dataclass
 class Writer:
-    """One manager that wrote at a removed version since ``since``."""
+    """One client of a removed version: an applier whose source declares it (at any age), or a manager that wrote
+    at it since ``since``."""
 
     manager: str
     operation: str
     version: str
     subresource: str
+    kind: str = WRITES  # client_evidence.KINDS
     objects: int = 0
     last_write: float = 0.0
     examples: List[str] = field(default_factory=list)
+    sources: List[str] = field(default_factory=list)  # "Flux Kustomization flux-system/apps", ... (at most a few)
+
+    @property
+    def names(self) -> List[str]:
+        """What ``accept_clients`` may name to accept this client: its manager, or a source's reference."""
+        return [self.manager] + [s.split(" ")[-1] for s in self.sources]
 
     def to_dict(self) -> Dict[str, Any]:
         return {"manager": self.manager, "operation": self.operation, "version": self.version,
-                "subresource": self.subresource, "objects": self.objects, "last_write": iso(self.last_write),
-                "examples": list(self.examples)}
+                "subresource": self.subresource, "kind": self.kind, "objects": self.objects,
+                "last_write": iso(self.last_write) if self.last_write else None, "examples": list(self.examples),
+                "sources": list(self.sources)}
 
-    def record(self, key: str, written: float) -> None:
+    def record(self, key: str, written: float, sources: List[Source]) -> None:
         self.objects += 1
         self.last_write = max(self.last_write, written)
         if len(self.examples) < MAX_EXAMPLES:
             self.examples.append(key)
+        for source in sources:
+            if str(source) not in self.sources and len(self.sources) < MAX_EXAMPLES:
+                self.sources.append(str(source))
+
+    def sentence(self) -> str:
+        head = "%s %s (%s at %s%s)" % ("applier" if self.kind != WRITES else "manager", self.manager,
+                                       self.kind if self.kind != WRITES else self.operation, self.version,
+                                       "/" + self.subresource if self.subresource else "")
+        when = "last write %s" % iso(self.last_write) if self.last_write else "last write unknown"
+        where = "; source: %s" % ", ".join(self.sources) if self.sources else ""
+        return "%s on %d objects, %s (e.g. %s)%s" % (head, self.objects, when, ", ".join(self.examples[:3]), where)
 
 
 @dataclass
@@ -167,38 +198,35 @@ class CrdWriters:
     removed_versions: List[str]
     listed: int = 0
     writers: List[Writer] = field(default_factory=list)
-    older_entries: int = 0  # entries at removed versions written before ``since``: the managedFields passes fix them
+    older_entries: int = 0  # Update entries at removed versions written before ``since``: the managedFields passes fix them
     traffic: List[Traffic] = field(default_factory=list)
+    storage_version: str = ""
 
     def add(self, meta: Mapping[str, Any], since: float) -> None:
-        """Count one listed object's entries at the removed versions."""
+        """Count one listed object's signs of clients at the removed versions (client_evidence.py)."""
         self.listed += 1
         key = "%s/%s" % (meta["namespace"], meta.get("name")) if meta.get("namespace") else str(meta.get("name"))
+        found = list(object_evidence(meta, self.group, self.removed_versions, since))
+        sources = sources_of(meta) if found else []
+        for evidence in found:
+            self._writer(evidence).record(key, evidence.written, sources)
+        credited = set((e.manager, e.version) for e in found if e.kind == WRITES)
         for entry in meta.get("managedFields") or ():
-            group, _sep, version = str(entry.get("apiVersion") or "").rpartition("/")
-            if group != self.group or version not in self.removed_versions:
-                continue
-            written = parse_time(entry.get("time"))
-            if written is None or written < since:
+            if (isinstance(entry, dict) and is_leftover(entry, self.group, self.removed_versions)
+                    and (entry.get("manager"), entry["apiVersion"].rpartition("/")[2]) not in credited):
                 self.older_entries += 1
-                continue
-            self._writer(entry, version).record(key, written)
 
-    def _writer(self, entry: Mapping[str, Any], version: str) -> Writer:
-        ident = (str(entry.get("manager") or ""), str(entry.get("operation") or ""), version,
-                 str(entry.get("subresource") or ""))
+    def _writer(self, evidence: Evidence) -> Writer:
+        ident = (evidence.manager, evidence.operation, evidence.version, evidence.subresource, evidence.kind)
         for writer in self.writers:
-            if (writer.manager, writer.operation, writer.version, writer.subresource) == ident:
+            if (writer.manager, writer.operation, writer.version, writer.subresource, writer.kind) == ident:
                 return writer
-        writer = Writer(*ident)
+        writer = Writer(evidence.manager, evidence.operation, evidence.version, evidence.subresource, evidence.kind)
         self.writers.append(writer)
         return writer
 
-    def clients(self) -> List[str]:
-        """One sentence per client that breaks when the versions go."""
-        out = ["manager %s (%s at %s%s) on %d objects, last write %s (e.g. %s)" % (
-            w.manager, w.operation, w.version, "/" + w.subresource if w.subresource else "", w.objects,
-            iso(w.last_write), ", ".join(w.examples[:3])) for w in self.writers]
+    def traffic_sentences(self) -> List[str]:
+        out = []
         for t in self.traffic:
             for version, count in sorted(t.requests.items()):
                 verbs = ", ".join("%s %d" % item for item in sorted(t.by_verb.get(version, {}).items()))
@@ -208,24 +236,40 @@ class CrdWriters:
                 out.append("%d watches open at %s on %s" % (count, version, t.apiserver))
         return out
 
-    def broken_clients(self) -> List[Dict[str, Any]]:
-        """The same clients as records (for the role's result and the fleet report)."""
-        out: List[Dict[str, Any]] = [dict(w.to_dict(), crd=self.name, seen_in="managedFields") for w in self.writers]
-        for t in self.traffic:
-            for version, count in sorted(t.requests.items()):
-                out.append({"crd": self.name, "seen_in": "metrics", "apiserver": t.apiserver, "version": version,
-                            "requests": count, "by_verb": dict(t.by_verb.get(version, {})),
-                            "watches": t.watches.get(version, 0)})
-            for version, count in sorted(t.watches.items()):
-                if version not in t.requests:
-                    out.append({"crd": self.name, "seen_in": "metrics", "apiserver": t.apiserver, "version": version,
-                                "requests": 0, "by_verb": {}, "watches": count})
+    def clients(self, accept: Accept = False) -> List[str]:
+        """One sentence per client that breaks when the versions go and is not accepted."""
+        out = [w.sentence() for w in self.writers if not accepts(accept, w.names)]
+        if not accepts(accept, [REQUESTS]):
+            out += self.traffic_sentences()
         return out
 
-    def to_dict(self) -> Dict[str, Any]:
+    def fix(self) -> str:
+        """What to do: move each named source to the version that stays, then run again."""
+        stays = self.storage_version or "the storage version"
+        return ("move %s to %s (its manifests' apiVersion), let it apply, then run again: the next run applies release "
+                "N+1" % ("these sources" if any(w.sources for w in self.writers) else "these clients", stays))
+
+    def broken_clients(self) -> List[Dict[str, Any]]:
+        """The same clients as records (for the role's result and the fleet report)."""
+        out: List[Dict[str, Any]] = [dict(w.to_dict(), crd=self.name, seen_in="managedFields" if w.kind != DECLARES_CLIENT_SIDE
+                                          else "last-applied annotation") for w in self.writers]
+        for t in self.traffic:
+            for version in sorted(set(t.requests) | set(t.watches)):
+                out.append({"crd": self.name, "seen_in": "metrics", "apiserver": t.apiserver, "version": version,
+                            "requests": t.requests.get(version, 0), "by_verb": dict(t.by_verb.get(version, {})),
+                            "watches": t.watches.get(version, 0)})
+        return out
+
+    def measured(self) -> bool:
+        return any(t.measured for t in self.traffic)
+
+    def to_dict(self, accept: Accept = False) -> Dict[str, Any]:
+        held = self.clients(accept)
         return {"name": self.name, "removed_versions": list(self.removed_versions), "listed": self.listed,
                 "writers": [w.to_dict() for w in self.writers], "older_entries": self.older_entries,
-                "traffic": [t.to_dict() for t in self.traffic], "clients": self.clients(), "ok": not self.clients()}
+                "traffic": [t.to_dict() for t in self.traffic], "clients": self.clients(),
+                "readers_checked": self.measured(), "ok": not self.clients(), "held_back": bool(held),
+                "held_back_by": held, "fix": self.fix() if held else None}
 
 
 # -- the whole check ----------------------------------------------------------------------------------------
@@ -237,8 +281,14 @@ class WritersOptions:
     metrics_window: float = 30.0  # seconds between the two reads of /metrics; 0: not measured
     page_size: int = 500
     apiserver_endpoints: Tuple[str, ...] = ()
+    accept: Accept = False  # clients accepted to break (accepts()): they no longer hold release N+1 back
 
     def validate(self) -> None:
+        if not isinstance(self.accept, bool) and not (isinstance(self.accept, (list, tuple))
+                                                      and all(isinstance(a, str) and a for a in self.accept)):
+            raise BadInputError("accept_clients must be true, false or a list of names (field managers, Helm releases "
+                                "as namespace/name, Flux Kustomizations as namespace/name, Argo CD Applications, or "
+                                "%r for counted requests), got %r" % (REQUESTS, self.accept))
         if not isinstance(self.removed_versions, Mapping):
             raise BadInputError("removed_versions must map CRD names to lists of versions")
         for name, versions in self.removed_versions.items():
@@ -258,24 +308,37 @@ class WritersResult:
     server_time: float
     window_s: float
     metrics: str  # one sentence: where the counters were measured, or why not
+    accept: Accept = False
 
     @property
     def ok(self) -> bool:
+        """No client of a removed version at all (accepted ones included)."""
         return not any(c.clients() for c in self.crds)
 
+    @property
+    def held_back(self) -> List[str]:
+        """CRDs whose release N+1 must not be applied: a client not accepted still uses a version it removes."""
+        return [c.name for c in self.crds if c.clients(self.accept)]
+
     def refusal(self, cluster: str) -> str:
-        bad = ["CRD %s: %s" % (c.name, "; ".join(c.clients())) for c in self.crds if c.clients()]
-        return ("cluster %s: clients still use versions that release N+1 removes, and break when they go: %s. "
-                "Move them to a version that stays (their manifests' apiVersion), or accept that they break "
-                "(role variable crd_upgrade_accept_broken_clients: true)" % (cluster, "; ".join(bad)))
+        bad = ["CRD %s: %s; fix: %s" % (c.name, "; ".join(c.clients(self.accept)), c.fix())
+               for c in self.crds if c.clients(self.accept)]
+        return ("cluster %s: release N+1 held back for %d CRDs, whose clients still use versions it removes and would "
+                "break when they go: %s. Or accept that they break (role variable crd_upgrade_accept_broken_clients: "
+                "true, or a list of the names above)" % (cluster, len(bad), "; ".join(bad)))
 
     def broken_clients(self, cluster: str) -> List[Dict[str, Any]]:
         return [dict(client, cluster=cluster) for c in self.crds for client in c.broken_clients()]
 
+    def readers_checked(self) -> bool:
+        """Whether every checked CRD's request counters were read (else readers were not looked for at all)."""
+        return bool(self.crds) and all(c.measured() for c in self.crds)
+
     def to_dict(self, cluster: str) -> Dict[str, Any]:
-        return {"crds": [c.to_dict() for c in self.crds], "since": iso(self.since),
+        return {"crds": [c.to_dict(self.accept) for c in self.crds], "since": iso(self.since),
                 "server_time": iso(self.server_time), "metrics_window_s": self.window_s, "metrics": self.metrics,
-                "ok": self.ok, "refusal": None if self.ok else self.refusal(cluster)}
+                "readers_checked": self.readers_checked(), "ok": self.ok, "held_back": self.held_back,
+                "refusal": self.refusal(cluster) if self.held_back else None}
 
 
 def metrics_targets(transport: Transport, endpoints: List[str],
@@ -336,7 +399,8 @@ def find_writers(transport: Transport, crds: List[Crd], options: WritersOptions,
     now = server_clock(transport)
     since = (parse_time(options.since) if options.since else None) or now - options.lookback  # since: validated
     checked = [c for c in crds if removed_of(c, options.removed_versions)]
-    results = dict((c.name, CrdWriters(c.name, c.group, removed_of(c, options.removed_versions))) for c in checked)
+    results = dict((c.name, CrdWriters(c.name, c.group, removed_of(c, options.removed_versions),
+                                       storage_version=c.storage_version or "")) for c in checked)
 
     def scan() -> None:  # LISTs at the storage version: nothing at a removed version
         for crd in checked:
@@ -347,14 +411,14 @@ def find_writers(transport: Transport, crds: List[Crd], options: WritersOptions,
     if not checked or options.metrics_window <= 0 or connect is None:
         scan()
         why = "not measured: metrics_window is 0" if options.metrics_window <= 0 else "not measured"
-        return WritersResult([results[c.name] for c in checked], since, now, 0.0, why)
+        return WritersResult([results[c.name] for c in checked], since, now, 0.0, why, options.accept)
     targets, gap = metrics_targets(transport, list(options.apiserver_endpoints), connect)
     traffic = measure_window(targets, checked, dict((c.name, results[c.name].removed_versions) for c in checked),
                              options.metrics_window, scan, clock, sleep)
     for crd in checked:
         results[crd.name].traffic = traffic[crd.name]
     return WritersResult([results[c.name] for c in checked], since, now, options.metrics_window,
-                         metrics_sentence(traffic, options.metrics_window, gap))
+                         metrics_sentence(traffic, options.metrics_window, gap), options.accept)
 
 
 def metrics_sentence(traffic: Mapping[str, List[Traffic]], window: float, gap: Optional[str]) -> str:

@@ -5,10 +5,13 @@
 the growth of the request counters per apiserver."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd import Crd
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.last_applied import LAST_APPLIED
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.transport import ApiResponse
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.writers import (
     WritersOptions, find_writers, parse_metrics, traffic_of, MetricsRead)
@@ -79,35 +82,73 @@ OBJECTS = [
     obj("w-1", entry("argocd", "v1", "2026-12-01T14:59:58Z"), entry("flux", "v2", "2026-12-01T14:59:59Z")),
     obj("w-2", entry("argocd", "v1", "2026-12-01T14:58:00Z")),
     obj("w-3", entry("argocd", "v1", "2026-12-01T14:10:00Z"),
-        entry("kubectl-edit", "v1", "2026-12-01T14:59:00Z", "Update")),
+        entry("kubectl-edit", "v1", "2026-12-01T14:59:00Z", "Update"),
+        entry("kubectl-create", "v1", "2026-12-01T14:20:00Z", "Update")),
 ]
 
 
-def test_writers_are_named_from_entry_times_on_the_apiservers_clock():
-    # since 14:55 by the apiserver's clock: w-1 and w-2 by argocd, w-3 by kubectl-edit; w-3's argocd entry is older
+def test_appliers_are_named_at_any_age_and_writers_from_entry_times_on_the_apiservers_clock():
+    # since 14:55 by the apiserver's clock: argocd's Apply entries say its source declares v1 whatever their age
+    # (w-3's is older than since); kubectl-edit wrote at v1 since; kubectl-create's older Update is a leftover
     options = WritersOptions({NAME: ["v1"]}, since="2026-12-01T14:55:00Z", metrics_window=0)
     out = find_writers(Server(OBJECTS), [crd()], options)
     c = out.crds[0]
-    assert [(w.manager, w.operation, w.version, w.objects) for w in c.writers] == [
-        ("argocd", "Apply", "v1", 2), ("kubectl-edit", "Update", "v1", 1)]
-    assert c.writers[0].to_dict()["last_write"] == "2026-12-01T14:59:58Z" and c.writers[0].examples == ["a/w-1", "a/w-2"]
-    assert c.older_entries == 1 and c.listed == 3 and not out.ok
+    assert [(w.manager, w.operation, w.version, w.kind, w.objects) for w in c.writers] == [
+        ("argocd", "Apply", "v1", "declares", 3), ("kubectl-edit", "Update", "v1", "writes", 1)]
+    assert c.writers[0].to_dict()["last_write"] == "2026-12-01T14:59:58Z"
+    assert c.writers[0].examples == ["a/w-1", "a/w-2", "a/w-3"]
+    assert c.older_entries == 1 and c.listed == 3 and not out.ok and out.held_back == [NAME]
     assert out.to_dict("prod")["server_time"] == "2026-12-01T15:00:00Z" and out.metrics == "not measured: metrics_window is 0"
+    assert out.to_dict("prod")["readers_checked"] is False
     text = out.refusal("prod")
-    for word in ("cluster prod", "CRD " + NAME, "manager argocd (Apply at v1) on 2 objects, last write "
-                 "2026-12-01T14:59:58Z", "kubectl-edit (Update at v1)", "crd_upgrade_accept_broken_clients"):
+    for word in ("cluster prod", "held back for 1 CRDs", "CRD " + NAME,
+                 "applier argocd (declares at v1) on 3 objects, last write 2026-12-01T14:59:58Z",
+                 "manager kubectl-edit (Update at v1)", "crd_upgrade_accept_broken_clients", "fix: move these clients to v2"):
         assert word in text, (word, text)
     records = out.broken_clients("prod")
     assert records[0] == {"cluster": "prod", "crd": NAME, "seen_in": "managedFields", "manager": "argocd",
-                          "operation": "Apply", "version": "v1", "subresource": "", "objects": 2,
-                          "last_write": "2026-12-01T14:59:58Z", "examples": ["a/w-1", "a/w-2"]}
+                          "operation": "Apply", "version": "v1", "subresource": "", "kind": "declares", "objects": 3,
+                          "last_write": "2026-12-01T14:59:58Z", "examples": ["a/w-1", "a/w-2", "a/w-3"], "sources": []}
+
+
+def test_the_last_applied_annotation_and_the_objects_sources_name_the_client_side_applier():
+    last_applied = json.dumps({"apiVersion": GROUP + "/v1", "kind": "CronTab", "metadata": {"name": "c-1"}})
+    owner = dict(entry("kubectl-client-side-apply", "v1", "2026-12-01T13:00:00Z", "Update"),
+                 fieldsV1={"f:metadata": {"f:annotations": {"f:" + LAST_APPLIED: {}}}})
+    objects = [
+        {"name": "c-1", "namespace": "a", "managedFields": [owner],
+         "annotations": {LAST_APPLIED: last_applied, "argocd.argoproj.io/tracking-id": "shop:stable/CronTab:a/c-1"}},
+        {"name": "f-1", "namespace": "a", "managedFields": [entry("kustomize-controller", "v1", "2026-12-01T09:00:00Z")],
+         "labels": {"kustomize.toolkit.fluxcd.io/name": "apps", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}},
+    ]
+    out = find_writers(Server(objects), [crd()], WritersOptions({NAME: ["v1"]}, since="2026-12-01T14:55:00Z",
+                                                                 metrics_window=0))
+    (c,) = out.crds
+    assert [(w.manager, w.kind, w.sources) for w in c.writers] == [
+        ("kubectl-client-side-apply", "declares (client-side apply)", ["Argo CD Application shop"]),
+        ("kustomize-controller", "declares", ["Flux Kustomization flux-system/apps"])]
+    assert c.older_entries == 1  # the annotation owner's own Update entry is a leftover of that applier
+    assert "fix: move these sources to v2" in out.refusal("prod")
+
+
+def test_accepted_clients_no_longer_hold_the_crd_back():
+    options = dict(since="2026-12-01T14:55:00Z", metrics_window=0)
+    held = find_writers(Server(OBJECTS), [crd()], WritersOptions({NAME: ["v1"]}, accept=["argocd"], **options))
+    assert held.held_back == [NAME] and "argocd" not in held.refusal("prod") and "kubectl-edit" in held.refusal("prod")
+    both = find_writers(Server(OBJECTS), [crd()], WritersOptions({NAME: ["v1"]}, accept=["argocd", "kubectl-edit"],
+                                                                 **options))
+    assert both.held_back == [] and not both.ok and both.to_dict("prod")["refusal"] is None
+    assert find_writers(Server(OBJECTS), [crd()], WritersOptions({NAME: ["v1"]}, accept=True, **options)).held_back == []
+    with pytest.raises(BadInputError):
+        WritersOptions({NAME: ["v1"]}, accept=[""]).validate()
 
 
 def test_lookback_counts_back_from_the_apiservers_clock_not_the_controllers():
     # without `since`: an hour before the apiserver's 15:00 -> 14:00, so the 14:10 entry is a writer too
     out = find_writers(Server(OBJECTS), [crd()], WritersOptions({NAME: ["v1"]}, metrics_window=0))
     assert out.to_dict("prod")["since"] == "2026-12-01T14:00:00Z"
-    assert [(w.manager, w.objects) for w in out.crds[0].writers] == [("argocd", 3), ("kubectl-edit", 1)]
+    assert [(w.manager, w.objects) for w in out.crds[0].writers] == [
+        ("argocd", 3), ("kubectl-edit", 1), ("kubectl-create", 1)]
     assert out.crds[0].older_entries == 0
 
 
