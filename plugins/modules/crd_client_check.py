@@ -265,8 +265,8 @@ writers:
       type: str
       returned: always
     crds:
-      description: >-
-        Per CRD C(name), C(removed_versions), C(listed), C(writers) (C(manager), C(operation), C(version),
+      description:
+      - Per CRD C(name), C(removed_versions), C(listed), C(writers) (C(manager), C(operation), C(version),
         C(subresource), C(kind), C(objects), C(last_write), C(examples), C(sources)), C(older_entries) (Update entries
         at removed versions written before C(since)), C(traffic) (per apiserver C(requests) and C(by_verb) per
         version, C(watches), C(measured), C(note)), C(clients) (one sentence each), C(ok), C(readers_checked),
