@@ -123,3 +123,16 @@ class FilterModule:
 
     def filters(self):
         return {}
+
+
+def crd_upgrade_held_back_entry(crd):
+    """A CRD that release N+1 must not reach yet (crd_client_check writers' ``crds[]`` with ``held_back``): its
+    name, the versions, who holds it back (one sentence each, not accepted) and the fix."""
+    return {"crd": crd.get("name"), "removed_versions": list(crd.get("removed_versions") or []),
+            "clients": list(crd.get("held_back_by") or []), "fix": crd.get("fix")}
+
+
+def crd_upgrade_without(docs, names):
+    """The release manifests (CRD documents) of ``docs`` whose CRD is not in ``names`` (the held-back CRDs)."""
+    held = set(names or [])
+    return [doc for doc in docs or [] if ((doc.get("metadata") or {}).get("name")) not in held]

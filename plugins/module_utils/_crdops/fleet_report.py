@@ -145,9 +145,20 @@ def _done_line(c: Dict[str, Any]) -> str:
         len(changed), totals.get("rewritten", 0), totals.get("objects", 0), c.get("duration_s"))
 
 
+HELD_BACK = "held back"  # a cluster's status: everything done but release N+1 for CRDs a client still declares
+
+
+def _held_line(c: Dict[str, Any]) -> str:
+    held = [h for h in c.get("held_back") or [] if isinstance(h, dict)]
+    return "release N+1 held back for %s (a client still uses a version it removes; fix: %s)" % (
+        ", ".join(str(h.get("crd")) for h in held), held[0].get("fix") if held else "")
+
+
 def cluster_line(c: Dict[str, Any]) -> str:
     """One line for a cluster, after its name and status."""
     status = c.get("status")
+    if status == HELD_BACK:
+        return "%s; %s" % (_done_line(c), _held_line(c))
     if status == "failed":
         return "phase %s: %s" % (c.get("failed_phase"), c.get("cause"))
     if status == "not run":
@@ -193,7 +204,7 @@ _CRD_KEYS = ("new", "stored_before", "stored_after", "storage_before", "storage_
              "rewritten", "unchanged", "gone", "failed", "duration_s", "skipped", "first_failure", "trimmed", "etcd",
              "upgraded", "removed_versions", "proof", "managed_fields", "storage_diff", "client_check", "plan",
              "writers", "crd_fields_removed")
-_CLUSTER_KEYS = ("status", "failed_phase", "error", "duration_s", "crds", "totals", "nothing_to_do")
+_CLUSTER_KEYS = ("status", "failed_phase", "error", "duration_s", "crds", "totals", "nothing_to_do", "held_back")
 
 
 def _worded(fields: Any) -> List[Dict[str, Any]]:
@@ -219,17 +230,26 @@ def writer_words(client: Dict[str, Any]) -> str:
     get = client.get
     if get("seen_in") == "metrics":
         return "%s requests at %s on apiserver %s" % (get("requests"), get("version"), get("apiserver"))
-    return "%s (%s) wrote at %s on %s objects, last %s" % (
-        get("manager"), get("operation"), get("version"), get("objects"), get("last_write"))
+    kind = get("kind") or "writes"
+    did = ("wrote at %s" % get("version")) if kind == "writes" else "%s %s" % (kind, get("version"))
+    sources = "; source %s" % ", ".join(get("sources")) if get("sources") else ""
+    return "%s (%s) %s on %s objects, last write %s%s" % (
+        get("manager"), get("operation"), did, get("objects"), get("last_write") or "unknown", sources)
 
 
 def _writers(out: Dict[str, Any]) -> None:
-    """Each CRD's clients seen writing at versions release N+1 removes (the cluster's ``broken_clients``): named
-    per CRD, and in a plan each one blocks the removal of its version."""
+    """Each CRD's clients of versions release N+1 removes (the cluster's ``broken_clients``): named per CRD, as
+    holding release N+1 back, as accepted (broken), or in a plan as blocking the removal of their version."""
     clients = [b for b in out.get("broken_clients") or [] if isinstance(b, dict)]
+    held = dict((str(h.get("crd")), h) for h in out.get("held_back") or [] if isinstance(h, dict))
     for d in out["crds"]:
         mine = [b for b in clients if b.get("crd") == d.get("name")]
-        d["writers"] = [writer_words(b) for b in mine]
+        d["held_back"] = held.get(str(d.get("name")))
+        label = ("holds release N+1 back" if d["held_back"] else
+                 "seen using a removed version" if out.get("status") == "planned" else "accepted, broken")
+        d["writers"] = ["%s: %s" % (label, writer_words(b)) for b in mine]
+        if d["held_back"]:
+            d["writers"].append("fix: %s" % d["held_back"].get("fix"))
         if mine and out.get("status") == "planned" and d.get("plan"):
             d["plan"] = dict(d["plan"], blocked=list(d["plan"].get("blocked") or []) + [
                 {"version": str(b.get("version")), "why": "a client still uses it: %s" % writer_words(b)}
@@ -255,7 +275,8 @@ def summarize(clusters: List[Dict[str, Any]]) -> Dict[str, Any]:
         return sum(int((c.get("totals") or {}).get(key) or 0) for c in clusters)
 
     planned = [c for c in clusters if c.get("status") == "planned"]
-    return {"clusters": len(clusters), "ok": count("ok"), "planned": count("planned"), "failed": count("failed"),
+    return {"clusters": len(clusters), "ok": count("ok"), "held_back": count(HELD_BACK), "planned": count("planned"),
+            "failed": count("failed"),
             "not_run": count("not run"), "objects": total("objects"), "rewritten": total("rewritten"),
             "failed_objects": total("failed"),
             "nothing_to_do": sum(1 for c in planned if (c.get("plan") or {}).get("nothing_to_do")),
@@ -267,9 +288,9 @@ def headline(summary: Dict[str, Any], check_mode: bool) -> str:
         return "PLAN: %d clusters: %d with changes, %d nothing to do, %d failed, %d waiting; %d objects to re-store" % (
             summary["clusters"], summary["planned"] - summary["nothing_to_do"], summary["nothing_to_do"],
             summary["failed"], summary["not_run"], summary["to_restore"])
-    return "%d clusters: %d done, %d failed, %d waiting; %d objects, %d re-stored, %d failed" % (
-        summary["clusters"], summary["ok"], summary["failed"], summary["not_run"], summary["objects"],
-        summary["rewritten"], summary["failed_objects"])
+    return "%d clusters: %d done, %d release N+1 held back, %d failed, %d waiting; %d objects, %d re-stored, %d failed" % (
+        summary["clusters"], summary["ok"], summary.get("held_back", 0), summary["failed"], summary["not_run"],
+        summary["objects"], summary["rewritten"], summary["failed_objects"])
 
 
 def outcome(summary: Dict[str, Any]) -> str:
@@ -281,6 +302,9 @@ def outcome(summary: Dict[str, Any]) -> str:
         return "failed: %d of %d clusters failed" % (summary["failed"], summary["clusters"])
     if summary["not_run"]:
         return "incomplete: %d of %d clusters did not run" % (summary["not_run"], summary["clusters"])
+    if summary.get("held_back"):
+        return ("complete, release N+1 held back on %d of %d clusters: move the named clients, then run again"
+                % (summary["held_back"], summary["clusters"]))
     return "complete"
 
 

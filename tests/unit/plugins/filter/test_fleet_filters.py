@@ -56,7 +56,7 @@ def test_the_fleet_report_step_counts_statuses_and_objects():
     assert (report["title"], report["generated"], report["slice"]) == ("T", "G", "")
     assert report["run"] == {"id": "r1", "outcome": "failed: 1 of 4 clusters failed"}
     assert [f["cluster"] for f in report["failures"]] == ["b"]
-    assert report["summary"] == {"clusters": 4, "ok": 1, "planned": 1, "failed": 1, "not_run": 1, "objects": 22,
+    assert report["summary"] == {"clusters": 4, "ok": 1, "held_back": 0, "planned": 1, "failed": 1, "not_run": 1, "objects": 22,
                                  "rewritten": 12, "failed_objects": 3, "nothing_to_do": 1, "to_restore": 0}
 
 

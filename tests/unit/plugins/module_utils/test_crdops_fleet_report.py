@@ -63,7 +63,8 @@ def test_failures_first_with_cause_and_next_step_from_troubleshooting():
                                 "admission: denied the request: change freeze (more)")
     assert failure["next_step"]["see"] == "docs/troubleshooting.md: Check-mode preflight (`predicted_rejections`)"
     assert report["run"]["outcome"] == "failed: 1 of 3 clusters failed"
-    assert report["headline"] == "3 clusters: 1 done, 1 failed, 1 waiting; 0 objects, 0 re-stored, 0 failed"
+    assert report["headline"] == ("3 clusters: 1 done, 0 release N+1 held back, 1 failed, 1 waiting; 0 objects, "
+                                  "0 re-stored, 0 failed")
     # "release" is not the pass Lease
     assert fleet_report.next_step("upgrade", "release N+1 not in effect on cluster c: w still has v1")["step"].startswith(
         "stop whatever re-applies the old CRD")
@@ -116,12 +117,32 @@ def test_clients_seen_writing_at_a_removed_version_block_its_removal_in_the_plan
     c = fleet_report.enrich(result("c1", "planned", crds=[{"name": "w.x.io", "plan": plan}, {"name": "g.x.io"}],
                                    broken_clients=[client, traffic]))
     w, g = c["crds"]
-    assert w["writers"] == ["argocd (Apply) wrote at v1 on 12 objects, last 2026-12-01T15:04:05Z",
-                            "40 requests at v1 on apiserver https://a:6443"] and g["writers"] == []
+    assert w["writers"] == ["seen using a removed version: argocd (Apply) wrote at v1 on 12 objects, last write "
+                            "2026-12-01T15:04:05Z",
+                            "seen using a removed version: 40 requests at v1 on apiserver https://a:6443"]
+    assert g["writers"] == []
     assert w["plan"]["blocked"][0] == {"version": "v1", "why": "a client still uses it: argocd (Apply) wrote at v1 "
-                                                               "on 12 objects, last 2026-12-01T15:04:05Z"}
+                                                               "on 12 objects, last write 2026-12-01T15:04:05Z"}
     assert "blocked removals: w.x.io v1: a client still uses it" in c["line"]
     assert plan["blocked"] == []   # the cluster's own result is left as it was
+
+
+def test_a_cluster_held_back_is_its_own_state_naming_the_client_its_source_and_the_fix():
+    applier = {"cluster": "c1", "crd": "w.x.io", "seen_in": "managedFields", "manager": "kustomize-controller",
+               "operation": "Apply", "kind": "declares", "version": "v1", "objects": 30, "last_write": None,
+               "sources": ["Flux Kustomization flux-system/apps"]}
+    held = [{"crd": "w.x.io", "removed_versions": ["v1"], "clients": ["applier kustomize-controller ..."],
+             "fix": "move these sources to v2 (its manifests' apiVersion), let it apply, then run again"}]
+    c = result("c1", "held back", crds=[{"name": "w.x.io", "trimmed": True}], broken_clients=[applier],
+               held_back=held)
+    report = fleet_report.build([c, result("c2", "ok")], {"title": "t"})
+    (w,) = report["clusters"][0]["crds"]
+    assert w["writers"] == ["holds release N+1 back: kustomize-controller (Apply) declares v1 on 30 objects, last write "
+                            "unknown; source Flux Kustomization flux-system/apps",
+                            "fix: move these sources to v2 (its manifests' apiVersion), let it apply, then run again"]
+    assert "release N+1 held back for w.x.io" in report["clusters"][0]["line"]
+    assert (report["summary"]["held_back"], report["summary"]["ok"], report["summary"]["failed"]) == (1, 1, 0)
+    assert report["run"]["outcome"].startswith("complete, release N+1 held back on 1 of 2 clusters")
 
 
 def _render(template, report):
