@@ -92,6 +92,13 @@ options:
         logged, only the objects' kind, namespace, name and version.
     type: bool
     default: true
+  helm_rewrite:
+    description:
+      - O(check=writers). The caller will rewrite the stored manifests of the Helm releases found, for CRDs with
+        conversion C(None) (M(crdops.migration.crd_release_apply) O(crdops.migration.crd_release_apply#module:rewrite_helm_releases)),
+        so those releases, and appliers whose objects name them, do not hold the next release back.
+    type: bool
+    default: false
   apiserver_endpoints:
     description:
       - O(check=writers). The https URL of every apiserver (as for M(crdops.migration.crd_storage_migrate)),
@@ -306,6 +313,7 @@ OPTIONS = dict(
     metrics_window=dict(type="float", default=30.0),
     accept_clients=dict(type="raw", default=False),
     helm_releases=dict(type="bool", default=True),
+    helm_rewrite=dict(type="bool", default=False),
     apiserver_endpoints=dict(type="list", elements="str", default=[]),
     sample=dict(type="int", default=10),
     check_all_below=dict(type="int", default=50),
@@ -350,7 +358,8 @@ class ClientCheck(Job):
             self.writers_options = WritersOptions(
                 removed_versions=p["removed_versions"], since=p["since"], lookback=p["lookback"],
                 metrics_window=p["metrics_window"], page_size=p["page_size"],
-                apiserver_endpoints=tuple(p["apiserver_endpoints"]), accept=accept_value(p["accept_clients"]))
+                apiserver_endpoints=tuple(p["apiserver_endpoints"]), accept=accept_value(p["accept_clients"]),
+                helm_releases=p["helm_releases"], helm_rewrite=p["helm_rewrite"])
             self.writers_options.validate()
 
     def run(self, transport, crds):

@@ -57,6 +57,20 @@ options:
     description: Try every manifest and return each refusal instead of failing at the first one.
     type: bool
     default: false
+  rewrite_helm_releases:
+    description:
+      - Before the apply, for each CRD the release removes versions of and whose conversion is C(None), rewrite the
+        stored manifest of every Helm release that still declares its objects at a removed version - the
+        C(apiVersion) line of those documents only, in the Secret of the revision C(helm upgrade) reads, guarded by its
+        resourceVersion (as the C(helm-mapkubeapis) plugin does). Otherwise every later C(helm upgrade) of such a
+        release fails with C(unable to build kubernetes objects from current release manifest) (helm/helm#7361).
+      - Never under a conversion webhook (field names may differ); such releases are listed in
+        RV(helm_releases.left). In check mode the rewrite is only planned.
+      - Needs C(list) on C(secrets) in all namespaces and C(update) on the release Secrets. Release content is never
+        returned or logged.
+    type: bool
+    default: false
+    version_added: 1.3.0
 seealso:
   - module: kubernetes.core.k8s
   - module: crdops.migration.crd_release_follow
@@ -105,6 +119,19 @@ skipped_documents:
   returned: always
   type: list
   elements: dict
+helm_releases:
+  description: With O(rewrite_helm_releases), the Helm releases rewritten (in check mode, to rewrite) and those left.
+  returned: when O(rewrite_helm_releases)
+  type: dict
+  contains:
+    checked: {description: The release Secrets could be listed (V(false) - forbidden; C(note) says so)., type: bool, returned: always}
+    note: {description: Why not checked, or Secrets that did not decode., type: str, returned: always}
+    rewritten:
+      description: Per release C(release) (namespace/name), C(revision) and C(objects) (kind, namespace, name, apiVersion, to).
+      type: list
+      elements: dict
+      returned: always
+    left: {description: "C(<release>: <why>) for each release not rewritten.", type: list, elements: str, returned: always}
 stripped_annotations:
   description:
     - CRD documents that carried this collection's C(migration.crdops.io/*) annotations (file, index, name,
@@ -122,6 +149,7 @@ cluster:
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import Job, argument_spec, run_module
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release_helm import move_helm_releases
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests import read_manifests
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.release_apply import apply_release
 
@@ -132,6 +160,7 @@ OPTIONS = dict(
     wait=dict(type="bool", default=True),
     wait_timeout=dict(type="int", default=120),
     continue_on_error=dict(type="bool", default=False),
+    rewrite_helm_releases=dict(type="bool", default=False),
 )
 
 
@@ -157,6 +186,12 @@ class ReleaseApply(Job):
 
     def run(self, transport, crds):
         p = self.params
+        if p["rewrite_helm_releases"]:
+            moves = move_helm_releases(transport, self.docs, self.check_mode)
+            self.result["helm_releases"] = moves.to_dict()
+            self.result["changed"] = bool(moves.rewritten)
+            for why in moves.left:
+                self.warn("Helm release not rewritten: %s" % why)
         apply_release(transport, self.docs, p["field_manager"], force=p["force_conflicts"], dry_run=self.check_mode,
                       wait=p["wait"], timeout=p["wait_timeout"], continue_on_error=p["continue_on_error"],
                       record=self.record)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .binary import ClientsMissing, clients_binary
 from .flux import FLUX_MANAGER, Flux, FluxFailed, FluxResult
+from .helm import Helm, HelmFailed, HelmMissing, HelmResult, helm_binary, write_chart
 from .kubectl import Kubectl, KubectlFailed, Result
 from .loop import ApplyLoop, Outcome, flux_apply_loop, kubectl_apply_loop
 from .manifests import write_manifests
@@ -17,4 +18,5 @@ from .manifests import write_manifests
 __all__ = [
     "ClientsMissing", "clients_binary", "FLUX_MANAGER", "Flux", "FluxFailed", "FluxResult", "Kubectl",
     "KubectlFailed", "Result", "ApplyLoop", "Outcome", "flux_apply_loop", "kubectl_apply_loop", "write_manifests",
+    "Helm", "HelmFailed", "HelmMissing", "HelmResult", "helm_binary", "write_chart",
 ]

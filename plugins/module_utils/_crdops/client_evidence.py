@@ -28,7 +28,8 @@ from .last_applied import LAST_APPLIED, annotation_owner, applied_version
 DECLARES = "declares"  # an Apply entry: the applier's source still says the version
 DECLARES_CLIENT_SIDE = "declares (client-side apply)"  # kubectl's last-applied annotation says the version
 WRITES = "writes"  # an Update entry written since the run began (the flip): a controller still writing there
-KINDS = (DECLARES, DECLARES_CLIENT_SIDE, WRITES)
+DECLARES_HELM = "declares (Helm release)"  # the release's stored manifest says the version (helm_releases.py)
+KINDS = (DECLARES, DECLARES_CLIENT_SIDE, DECLARES_HELM, WRITES)
 
 FLUX_NAME, FLUX_NAMESPACE = "kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace"
 ARGO_TRACKING, INSTANCE = "argocd.argoproj.io/tracking-id", "app.kubernetes.io/instance"

@@ -232,7 +232,7 @@ def writer_words(client: Dict[str, Any]) -> str:
         return "%s requests at %s on apiserver %s" % (get("requests"), get("version"), get("apiserver"))
     kind = get("kind") or "writes"
     did = ("wrote at %s" % get("version")) if kind == "writes" else "%s %s" % (kind, get("version"))
-    sources = "; source %s" % ", ".join(get("sources")) if get("sources") else ""
+    sources = "; source %s" % ", ".join(str(s) for s in get("sources") or []) if get("sources") else ""
     return "%s (%s) %s on %s objects, last write %s%s" % (
         get("manager"), get("operation"), did, get("objects"), get("last_write") or "unknown", sources)
 

@@ -31,9 +31,11 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from .apiservers import discover_topology, parse_time, server_now
 from .client_check import metadata_pages
-from .client_evidence import DECLARES_CLIENT_SIDE, WRITES, Evidence, Source, is_leftover, object_evidence, sources_of
+from .client_evidence import (
+    DECLARES_CLIENT_SIDE, DECLARES_HELM, WRITES, Evidence, Source, is_leftover, object_evidence, sources_of)
 from .crd import Crd
 from .errors import BadInputError, CrdOpsError, at_least
+from .helm_releases import HelmRelease, HelmScan, scan_helm_releases
 from .transport import JSON, Transport
 
 METRICS_PATH = "/metrics"
@@ -161,11 +163,12 @@ class Writer:
     last_write: float = 0.0
     examples: List[str] = field(default_factory=list)
     sources: List[str] = field(default_factory=list)  # "Flux Kustomization flux-system/apps", ... (at most a few)
+    refs: List[str] = field(default_factory=list)  # the sources' references ("flux-system/apps"), for accept_clients
 
     @property
     def names(self) -> List[str]:
         """What ``accept_clients`` may name to accept this client: its manager, or a source's reference."""
-        return [self.manager] + [s.split(" ")[-1] for s in self.sources]
+        return [self.manager] + self.refs
 
     def to_dict(self) -> Dict[str, Any]:
         return {"manager": self.manager, "operation": self.operation, "version": self.version,
@@ -181,6 +184,7 @@ class Writer:
         for source in sources:
             if str(source) not in self.sources and len(self.sources) < MAX_EXAMPLES:
                 self.sources.append(str(source))
+                self.refs.append(source.ref)
 
     def sentence(self) -> str:
         head = "%s %s (%s at %s%s)" % ("applier" if self.kind != WRITES else "manager", self.manager,
@@ -215,6 +219,16 @@ class CrdWriters:
             if (isinstance(entry, dict) and is_leftover(entry, self.group, self.removed_versions)
                     and (entry.get("manager"), entry["apiVersion"].rpartition("/")[2]) not in credited):
                 self.older_entries += 1
+
+    def add_helm(self, release: HelmRelease) -> None:
+        """A Helm release whose stored manifest declares objects of this CRD at a removed version."""
+        for version in sorted(set(o.version for o in release.objects)):
+            objects = [o for o in release.objects if o.version == version]
+            writer = Writer(release.label, "release manifest", version, "", DECLARES_HELM, objects=len(objects),
+                            examples=["%s/%s" % (o.namespace or release.namespace, o.name) for o in objects][:MAX_EXAMPLES],
+                            sources=["Helm release %s (revision %d)" % (release.label, release.revision)],
+                            refs=[release.label])
+            self.writers.append(writer)
 
     def _writer(self, evidence: Evidence) -> Writer:
         ident = (evidence.manager, evidence.operation, evidence.version, evidence.subresource, evidence.kind)
@@ -282,6 +296,10 @@ class WritersOptions:
     page_size: int = 500
     apiserver_endpoints: Tuple[str, ...] = ()
     accept: Accept = False  # clients accepted to break (accepts()): they no longer hold release N+1 back
+    helm_releases: bool = False  # read Helm releases' stored manifests (helm_releases.py)
+    # conversion None: the Helm releases found will have their stored manifests rewritten before release N+1, so
+    # they (and the appliers whose objects name them) do not hold it back
+    helm_rewrite: bool = False
 
     def validate(self) -> None:
         if not isinstance(self.accept, bool) and not (isinstance(self.accept, (list, tuple))
@@ -309,6 +327,14 @@ class WritersResult:
     window_s: float
     metrics: str  # one sentence: where the counters were measured, or why not
     accept: Accept = False
+    helm: Optional[HelmScan] = None  # None: Helm releases not looked at
+
+    def helm_sentence(self) -> str:
+        if self.helm is None:
+            return "Helm releases not checked (helm_releases off)"
+        if not self.helm.checked:
+            return "Helm releases %s" % (self.helm.note or "not checked")
+        return "Helm releases: %d read%s" % (self.helm.scanned, "; " + self.helm.note if self.helm.note else "")
 
     @property
     def ok(self) -> bool:
@@ -338,6 +364,7 @@ class WritersResult:
         return {"crds": [c.to_dict(self.accept) for c in self.crds], "since": iso(self.since),
                 "server_time": iso(self.server_time), "metrics_window_s": self.window_s, "metrics": self.metrics,
                 "readers_checked": self.readers_checked(), "ok": self.ok, "held_back": self.held_back,
+                "helm": self.helm.to_dict() if self.helm is not None else None, "helm_words": self.helm_sentence(),
                 "refusal": self.refusal(cluster) if self.held_back else None}
 
 
@@ -408,17 +435,44 @@ def find_writers(transport: Transport, crds: List[Crd], options: WritersOptions,
                 for meta in page:
                     results[crd.name].add(meta, since)
 
+    helm = helm_evidence(transport, checked, results, options) if options.helm_releases and checked else None
+    accept = rewritten_helm_accepted(options, checked, helm)
     if not checked or options.metrics_window <= 0 or connect is None:
         scan()
         why = "not measured: metrics_window is 0" if options.metrics_window <= 0 else "not measured"
-        return WritersResult([results[c.name] for c in checked], since, now, 0.0, why, options.accept)
+        return WritersResult([results[c.name] for c in checked], since, now, 0.0, why, accept, helm)
     targets, gap = metrics_targets(transport, list(options.apiserver_endpoints), connect)
     traffic = measure_window(targets, checked, dict((c.name, results[c.name].removed_versions) for c in checked),
                              options.metrics_window, scan, clock, sleep)
     for crd in checked:
         results[crd.name].traffic = traffic[crd.name]
     return WritersResult([results[c.name] for c in checked], since, now, options.metrics_window,
-                         metrics_sentence(traffic, options.metrics_window, gap), options.accept)
+                         metrics_sentence(traffic, options.metrics_window, gap), accept, helm)
+
+
+def helm_evidence(transport: Transport, checked: List[Crd], results: Mapping[str, CrdWriters],
+                  options: WritersOptions) -> HelmScan:
+    """Helm releases whose stored manifest declares a checked CRD's kind at a removed version, added per CRD."""
+    targets = dict((c.name, (c.group, c.kind, removed_of(c, options.removed_versions))) for c in checked)
+    scan = scan_helm_releases(transport, targets, page_size=min(options.page_size, 100))
+    for crd in checked:
+        for release in scan.for_crd(crd.name):
+            results[crd.name].add_helm(release)
+    return scan
+
+
+def rewritten_helm_accepted(options: WritersOptions, checked: List[Crd], helm: Optional[HelmScan]) -> Accept:
+    """``options.accept``, plus the Helm releases the run will rewrite (conversion None only, helm_rewrite): their
+    stored manifest moves to the storage version before release N+1, and the managedFields pass before it moves
+    the entries of their objects, so neither they nor the appliers whose objects name them are left behind."""
+    if not options.helm_rewrite or helm is None or isinstance(options.accept, bool) and options.accept:
+        return options.accept
+    plain = set(c.name for c in checked if c.conversion_strategy == "None")
+    # a release that also declares a webhook-converted CRD is not rewritten whole, so it is not accepted
+    refs = sorted(set(r.label for r in helm.releases if all(o.crd in plain for o in r.objects) and not r.blocked))
+    if not refs:
+        return options.accept
+    return list(options.accept or []) + refs if not isinstance(options.accept, bool) else refs
 
 
 def metrics_sentence(traffic: Mapping[str, List[Traffic]], window: float, gap: Optional[str]) -> str:

@@ -21,6 +21,22 @@ GROUP = "stable.example.com"
 CRD = "crontabs." + GROUP
 CRDS = {CRD: (GROUP, "CronTab", ["v1alpha1"])}
 STORAGE = {CRD: "v1"}
+# data.release of Secret sh.helm.release.v1.app.v1 as helm v4.3.2 (tests/clients/build_helm.sh) stored it for
+# `helm install app` of a chart with two CronTabs at v1alpha1 and a ConfigMap (tests/clients/helm.py write_chart)
+HELM_V4_PAYLOAD = (
+    "SDRzSUFBQUFBQUFDLzhTVmJXL2JOaERIdjRwd2UxR2drQnhSc2wyYjcxSXY4VHhuRzVJNlZ1UnBLRTRVTFRIaDB5ektEeXZ5M1FmSm05TUE2Yk"
+    "lOd3dyeGhYalVIWC8zSisvMENUUXFEaFRRV3ZCQjZMVUIrZ25XWWxPN2p3VzMwaHg0QVJTaU1Cb0dKQXJDZUJHT2FIOUE0MEV2Q3FOQmZ4U1BS"
+    "aXZ3UWVJL2RDaDR6VGJDT21FMFVKanAycUdVSGpQS1N1NDQrRkE3ZEUwTkZFNVJIMzFnRlc1Y1M2aTR3d0lkdHUvUFV0anlUWDJNR2ZaSUx3UW"
+    "YwSXJseWJpTndBZDNzSDg0U01Hd1EzajBRUnIyQUZRM1V2cmd1TElTSGErQi9uemE0R1E4QzhPQWJZeDJtQWRvYldBMDd4MVF5VGF0amduU3Uv"
+    "ZDJxWllIRnNsdGZtOUtGdDlVcWRyTEs3WHNwd25aNWRQYkpvM0c3aXBPOTJteTMrSDBZajlSenVicWVqaTcrUEdRUjRQYk5Kbk44MlFacHNsTl"
+    "ZVd3ZoaE54WHVicTBxMFdwa3p2M3UrdWtuR3p1cmEvc2VueS9xZlNsTE5wNTdmbzV1SmN6OFdJekNhbW5JdnpYMmNUbzF0L1RFaTFpbTZIcytu"
+    "M2hNVlM1SEU1QngrVUtaem9jbnpwM01KeFRNYmhlREJhd2FQL2tocmttUnB1Wjc2R0duYzNjYjc3WDlUb2grUmRQQjUvU1kwb1lFYXZSYW5RZG"
+    "5vdzlZb2N4ZjNGSENQWnJMNDE1WFUwYmxaSzZrVnl1WnNvSW92cDVVTjZkMU1kVXhwVWVkTGlYdTdZaE56bjEvYXp0WG80K3k3OVcvaURhTndu"
+    "TGY0dlBteFJOdTB0UDE3N21sVmM0ZlBaVTdnd0RFblFqVVVZMG02MGxid1c4aW5DYTV0SFVaL0U1RjJySFNqVVlzMXJCeFNDSU1qME45NEgwMn"
+    "dZcHg1YWUvYTZvcGwrS20zcWJVbW1INFF1cURmcFB2NEJiYWIvYkJNMDA1N1hIbFVYTzJBcTB5ZnpBL1cybWM3MFh6TzhYUEhQRVdxSHVlUTl2"
+    "c2UyaS9XWVVXZGJndEpXK01TMk1YcUIrUmZKak9hWnJpMW5uYjNkOGtNNzhkNjhQUnQ0YjQvUG0zWkpLQ3c1OWZLbVB1Um0venIveXpYNm4vTz"
+    "duZm0zL0o4M2IrSjNoVlZiWk1mcVFoVmcxOHV0UEh4VTNGV20vY3ZVTmNMajd3RUFBUC8vMUExWXFjUUdBQUE9"
+)
 SECRET_VALUE = "hunter2-do-not-print"  # a value in the release's config and manifest: never in any result
 
 
@@ -150,6 +166,21 @@ def test_a_payload_encoded_like_helm_decodes_to_the_release_and_its_manifest():
 def test_a_payload_stored_before_compression_is_read_as_plain_json():
     raw = release_json("app", "team", 1, "deployed", manifest(doc("a")))
     assert decode_payload(helm_encode(raw, compress=False)) == raw
+
+
+def test_a_payload_written_by_helm_v4_decodes_and_is_rewritten_in_its_manifest_only():
+    raw = decode_payload(HELM_V4_PAYLOAD)
+    start, end, text = manifest_span(raw.decode())
+    assert raw.decode()[start:end] == go_json_string(text)  # Go's own escaping of the manifest, reproduced
+    assert text.count("apiVersion: %s/v1alpha1\n" % GROUP) == 2 and json.loads(raw)["version"] == 1
+    api = FakeApi()
+    api.add("app", "team-a", 1, "deployed", "", raw=raw)
+    [rel] = scan_helm_releases(api, CRDS).releases
+    assert sorted(o.name for o in rel.objects) == ["app-one", "app-two"]
+    rewrite_release(api, rel, STORAGE)
+    new_raw = helm_decode(api.secrets[("team-a", rel.secret)]["data"]["release"])
+    want = text.replace("apiVersion: %s/v1alpha1\n" % GROUP, "apiVersion: %s/v1\n" % GROUP)
+    assert new_raw == raw[:start] + go_json(want) + raw[end:]
 
 
 def test_go_json_string_escapes_as_go_does():

@@ -1,0 +1,117 @@
+"""Helm v4 (helm.sh/helm/v4, built from Go modules by build_helm.sh) run as a subprocess against one context.
+
+Tests use it to leave release Secrets in a cluster exactly as Helm writes them, and to prove that
+`helm upgrade` works (or fails as helm/helm#7361 describes) after a CRD version is removed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+
+
+class HelmMissing(RuntimeError):
+    pass
+
+
+def helm_binary(build: bool = True) -> Path:
+    """CRDOPS_HELM_BIN if set, else the version-keyed build in the cache (built on demand by build_helm.sh)."""
+    override = os.environ.get("CRDOPS_HELM_BIN")
+    if override:
+        if not os.access(override, os.X_OK):
+            raise HelmMissing(f"CRDOPS_HELM_BIN={override} is not an executable helm binary")
+        return Path(override)
+    script = str(HERE / "build_helm.sh")
+    path = Path(subprocess.run([script, "--print-path"], check=True, capture_output=True, text=True).stdout.strip())
+    if not path.exists():
+        if not build:
+            raise HelmMissing("helm is not built; run tests/clients/build_helm.sh (or set CRDOPS_HELM_BIN)")
+        if subprocess.run([script], check=False).returncode != 0:
+            raise HelmMissing("tests/clients/build_helm.sh failed; see the message above")
+    return path
+
+
+@dataclass(frozen=True)
+class HelmResult:
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def check(self) -> HelmResult:
+        if not self.ok:
+            raise HelmFailed(self)
+        return self
+
+
+class HelmFailed(RuntimeError):
+    def __init__(self, result: HelmResult):
+        self.result = result
+        super().__init__(f"helm {' '.join(result.args)} exited {result.returncode}: {result.stderr.strip()}")
+
+
+class Helm:
+    """helm with --kubeconfig/--kube-context set and its own config, cache and data folders, so a test never
+    reads or changes the user's repositories or plugins."""
+
+    def __init__(self, kubeconfig: Path | str, context: str | None = None, binary: Path | None = None,
+                 timeout: float = 180.0):
+        self.binary = binary or helm_binary()
+        self.kubeconfig = str(kubeconfig)
+        self.context = context
+        self.timeout = timeout
+        home = tempfile.mkdtemp(prefix="helm-home-")
+        self.env = dict(os.environ, HELM_CONFIG_HOME=f"{home}/config", HELM_CACHE_HOME=f"{home}/cache",
+                        HELM_DATA_HOME=f"{home}/data", HELM_DRIVER="secret")
+
+    def run(self, *args: str, check: bool = False) -> HelmResult:
+        base = ["--kubeconfig", self.kubeconfig] + (["--kube-context", self.context] if self.context else [])
+        proc = subprocess.run([str(self.binary), *args, *base], capture_output=True, text=True, env=self.env,
+                              timeout=self.timeout, check=False)
+        result = HelmResult(list(args), proc.returncode, proc.stdout, proc.stderr)
+        return result.check() if check else result
+
+    def install(self, release: str, namespace: str, chart_dir: Path | str, *, extra: Iterable[str] = (),
+                check: bool = False) -> HelmResult:
+        """`helm install` (creating the namespace), waiting for nothing: custom resources have no readiness."""
+        return self.run("install", release, str(chart_dir), "--namespace", namespace, "--create-namespace",
+                        *extra, check=check)
+
+    def upgrade(self, release: str, namespace: str, chart_dir: Path | str, *, extra: Iterable[str] = (),
+                check: bool = False) -> HelmResult:
+        return self.run("upgrade", release, str(chart_dir), "--namespace", namespace, *extra, check=check)
+
+    def history(self, release: str, namespace: str) -> list[dict]:
+        """`helm history -o json`: one entry per revision (revision, status, chart, description, ...)."""
+        out = self.run("history", release, "--namespace", namespace, "--output", "json", check=True).stdout
+        return json.loads(out)
+
+
+def write_chart(folder: Path | str, name: str, version: str, documents: list[dict]) -> Path:
+    """A minimal chart `folder/name` (Chart.yaml apiVersion v2, one template per document) and its path.
+
+    Documents are written as block YAML, as charts are, so each `apiVersion:` is a line of its own in the
+    manifest Helm stores."""
+    chart = Path(folder) / name
+    templates = chart / "templates"
+    templates.mkdir(parents=True, exist_ok=True)
+    for old in templates.glob("*.yaml"):
+        old.unlink()  # a chart rewritten at a new version keeps no template of the old one
+    meta = {"apiVersion": "v2", "name": name, "version": version, "type": "application"}
+    (chart / "Chart.yaml").write_text(yaml.safe_dump(meta, sort_keys=False), encoding="utf-8")
+    for i, doc in enumerate(documents):
+        stem = f"{i:02d}-{doc.get('kind', 'object').lower()}-{doc.get('metadata', {}).get('name', i)}"
+        (templates / f"{stem}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return chart
