@@ -1,14 +1,23 @@
-"""Real GitOps clients keep working across the role's upgrade (release N+1 removes v1alpha1).
+"""Real GitOps clients keep working across the role's upgrade (release N+1 removes v1alpha1), in the order the
+role enforces: their sources move to v1beta1 before v1alpha1 goes.
 
 The clients are not written here: Flux's apply library (`fluxcd/pkg/ssa` ApplyAllStaged, manager
-`kustomize-controller`) and kubectl (`k8s.io/kubectl`), both built from Go modules (tests/clients). Objects at
-v1alpha1: some applied by Flux, some by `kubectl apply --server-side --field-manager=argocd-controller`, some by
-client-side `kubectl apply`, some POSTed. One role run upgrades every column's CRD (a group each, on the shared
-cluster). Then every client re-applies at v1beta1 with one value changed and one optional field removed, and:
-every client applies without force; the changed values land; the dropped field is pruned for every client (for
-client-side apply too: the role rewrites kubectl's last-applied annotation into the new names, owned by kubectl as
-before); a third manager's non-forced apply conflicts naming the owner; no `before-first-apply` entry exists; an
-unchanged re-apply writes nothing; etcd holds every key at v1beta1 (exact counts).
+`kustomize-controller`), kubectl (`k8s.io/kubectl`) and Helm v4 (`helm.sh/helm/v4`), all built from Go modules
+(tests/clients). Objects at v1alpha1: some applied by Flux (with the Kustomization labels kustomize-controller
+sets), some by `kubectl apply --server-side --field-manager=argocd-controller` (with Argo CD's tracking
+annotation), some by client-side `kubectl apply`, some POSTed, some installed by a Helm chart. Each column's CRD
+(a group each, on the shared cluster) goes through two role runs:
+
+1. the sources still say v1alpha1: the re-store, its proof and the trim are done, release N+1 is held back (status
+   `held back`, rc 0) naming every applier, the Helm release and their sources with the version; each applier's
+   unchanged v1alpha1 re-apply and `helm upgrade` of the same chart still work;
+2. every source moves to v1beta1 (the same content in v1beta1's names), then the rerun applies N+1.
+
+Then every client re-applies at v1beta1 with one value changed and one optional field removed, and: every client
+applies without force; the changed values land; the dropped field is pruned for every client (for client-side
+apply by kubectl's own last-applied annotation, now at v1beta1); a third manager's non-forced apply conflicts
+naming the owner; no `before-first-apply` entry exists; an unchanged re-apply writes nothing; `helm upgrade`
+works; etcd holds every key at v1beta1 (exact counts).
 """
 from __future__ import annotations
 
@@ -22,7 +31,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.clients import Flux, Kubectl
+from tests.clients import Flux, Helm, Kubectl, write_chart
 from tests.controlplane import etcd_reader
 from tests.controlplane.kube import make_crd, objects_path
 from tests.controlplane.webhook import WebhookServer, conversion_spec, widget_schemas
@@ -31,12 +40,17 @@ from tests.integration.modrun import ansible_playbook
 
 REPO = Path(__file__).resolve().parents[2]
 NS = "apps"
-# objects per client, exact: Flux, kubectl server-side (Argo CD's manager), kubectl client-side, plain POST
-COUNTS = {"flux": 8, "argo": 8, "csa": 4, "post": 4}
+# objects per client, exact: Flux, kubectl server-side (Argo CD's manager), kubectl client-side, plain POST, Helm
+COUNTS = {"flux": 8, "argo": 8, "csa": 4, "post": 4, "helm": 3}
 TOTAL = sum(COUNTS.values())
 OWNER = {"flux": "kustomize-controller", "argo": "argocd-controller", "csa": "kubectl-client-side-apply",
-         "post": "poster"}
+         "post": "poster", "helm": "helm"}
 APPLY_CLIENTS = ("flux", "argo")  # the clients that own fields as an Apply manager
+# the Kustomization the Flux client labels its objects with (as kustomize-controller does), and the Argo CD
+# Application named in the tracking annotation: the sources to edit
+KUSTOMIZATION = "flux-system/crdops-test"
+ARGO_APP = "shop"
+RELEASE_PREFIX = "app-"  # one Helm release per column
 
 
 def _obj(**props) -> dict:
@@ -103,12 +117,21 @@ class Column:
         """A spec that changes the value every client set (to conflict with its owner)."""
         raise NotImplementedError
 
-    # the version of kubectl's last-applied annotation after the role: rewritten only where names change
-    annotation_version = "v1alpha1"
+    def moved(self, i: int) -> dict:
+        """``before`` in v1beta1's names: what a source says once it has moved, with nothing else changed."""
+        raise NotImplementedError
 
-    def annotated_spec(self, i: int) -> dict:
-        """The spec kubectl's last-applied annotation holds after the role (client-side applied ``before``)."""
-        return self.before(i)
+    def doc_for(self, client: str, version: str, name: str, spec: dict) -> dict:
+        """A client's manifest, with the annotation Argo CD adds (the Flux client labels its objects itself)."""
+        doc = self.doc(version, name, spec)
+        if client == "argo":
+            doc["metadata"]["annotations"] = {
+                "argocd.argoproj.io/tracking-id": f"{ARGO_APP}:{self.group}/{self.kind}:{NS}/{name}"}
+        return doc
+
+    @property
+    def release(self) -> str:
+        return RELEASE_PREFIX + self.name.lower()
 
 
 class NoneColumn(Column):
@@ -136,13 +159,14 @@ class NoneColumn(Column):
     def third_manager(self, i: int) -> dict:
         return {"size": 7}
 
+    def moved(self, i: int) -> dict:
+        return self.before(i)
+
 
 class WebhookColumn(Column):
     """conversion Webhook (tests/controlplane/webhook.py): spec.size is renamed spec.replicas, the often equal
     spec.primaryZone / spec.backupZone move to spec.zones.primary / .backup, the list-map spec.ports changes
     its key from `name` to `portName`, and spec.endpoint is split into spec.host and spec.port."""
-
-    annotation_version = "v1beta1"
 
     def schema(self, version: str) -> dict:
         return widget_schemas()[version]
@@ -167,54 +191,82 @@ class WebhookColumn(Column):
     def third_manager(self, i: int) -> dict:
         return {"replicas": 7}
 
-    def annotated_spec(self, i: int) -> dict:
-        # the split endpoint is left out (and named): kubectl cannot prune what it no longer knows it applied
+    def moved(self, i: int) -> dict:
         return {"replicas": i, "color": "blue", "zones": {"primary": "eu-1", "backup": "eu-1"},
-                "ports": [{"portName": "http", "number": 8080}]}
+                "ports": [{"portName": "http", "number": 8080}], "host": f"svc-{i}", "port": "8080"}
 
 
 def object_names(client: str) -> list[str]:
     return [f"{client}-{i:02d}" for i in range(COUNTS[client])]
 
 
-def seed(kube, kubectl: Kubectl, flux: Flux, col: Column) -> None:
-    """Each client writes its objects at v1alpha1, the CRD's only version."""
-    kube.apply_crd(col.crd("v1alpha1", ("v1alpha1",)))
-    docs = {c: [col.doc("v1alpha1", n, col.before(i)) for i, n in enumerate(object_names(c))] for c in COUNTS}
-    res = flux.apply(docs["flux"]).check()
-    assert res.applied == COUNTS["flux"] and res.changed == COUNTS["flux"], res
-    kubectl.apply(docs["argo"], server_side=True, field_manager=OWNER["argo"]).check()
-    kubectl.apply(docs["csa"]).check()
-    for doc in docs["post"]:
-        kube.request("POST", col.path("v1alpha1"), doc, query={"fieldManager": OWNER["post"]})
+def manifests_at(col: Column, version: str, spec_of) -> dict[str, list[dict]]:
+    return {c: [col.doc_for(c, version, n, spec_of(i)) for i, n in enumerate(object_names(c))] for c in COUNTS}
 
 
-def run_role(cluster, tmp_path: Path, cols: list[Column]):
+@dataclass
+class Clients:
+    kubectl: Kubectl
+    flux: Flux
+    helm: Helm
+    charts: Path
+
+
+def apply_sources(kube, clients: Clients, col: Column, version: str, spec_of, first: bool = False) -> list[str]:
+    """Every source applies its manifests at ``version`` (the POSTing client only creates); what failed."""
+    docs = manifests_at(col, version, spec_of)
+    problems = []
+    res = clients.flux.apply(docs["flux"])
+    if not res.ok:
+        problems.append(f"flux at {version}: {res.error}")
+    for client, kw in (("argo", dict(server_side=True, field_manager=OWNER["argo"])), ("csa", {})):
+        out = clients.kubectl.apply(docs[client], **kw)
+        if not out.ok:
+            problems.append(f"{client} at {version}: {kubectl_errors(out.stderr)}")
+    chart = write_chart(clients.charts / col.release / version, col.release,
+                        "1.0.0" if version == "v1alpha1" else "1.1.0", docs["helm"])
+    out = (clients.helm.install if first else clients.helm.upgrade)(col.release, NS, chart)
+    if not out.ok:
+        problems.append(f"helm {'install' if first else 'upgrade'} at {version}: {out.stderr.strip()[-400:]}")
+    if first:
+        for doc in docs["post"]:
+            kube.request("POST", col.path("v1alpha1"), doc, query={"fieldManager": OWNER["post"]})
+    return problems
+
+
+def run_role(cluster, tmp_path: Path, cols: list[Column], **host_vars):
     """Release N (both versions, storage v1beta1), then N+1 (v1beta1 only), for every column's CRD at once."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     release, target = tmp_path / "release.yaml", tmp_path / "target.yaml"
     release.write_text(yaml.safe_dump_all([c.crd("v1beta1", ("v1alpha1", "v1beta1")) for c in cols]))
     target.write_text(yaml.safe_dump_all([c.crd("v1beta1", ("v1beta1",)) for c in cols]))
     host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
             "crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0],
             "crd_upgrade_release_manifests": [str(release)], "crd_upgrade_target_manifests": [str(target)],
-            "crd_upgrade_crd_names": [c.crd_name for c in cols], "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1}
+            "crd_upgrade_crd_names": [c.crd_name for c in cols], "crd_upgrade_settle_seconds": 0,
+            "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 5, **host_vars}
     inventory = {"all": {"children": {"clusters": {"hosts": {"clients-cluster": host}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     extra_vars = json.dumps({"crd_upgrade_waves": [1], "crd_upgrade_report_dir": str(tmp_path / "report")})
-    return ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(REPO / "playbooks" / "fleet_upgrade.yml"),
+    proc = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(REPO / "playbooks" / "fleet_upgrade.yml"),
                             "-e", extra_vars)
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    report = json.loads(next((tmp_path / "report" / "latest").glob("*.json")).read_text())
+    return proc, report["clusters"][0]
 
 
-def reapply_after(kube, kubectl: Kubectl, flux: Flux, col: Column) -> dict[str, object]:
+def reapply_after(kube, clients: Clients, col: Column) -> dict[str, object]:
     """Every client writes its changed manifest at v1beta1, none forced (Flux applies as Flux always does)."""
-    docs = {c: [col.doc("v1beta1", n, col.after(i)) for i, n in enumerate(object_names(c))] for c in COUNTS}
-    flux_res = flux.apply(docs["flux"])
-    argo = kubectl.apply(docs["argo"], server_side=True, field_manager=OWNER["argo"])
-    csa = kubectl.apply(docs["csa"])
+    docs = manifests_at(col, "v1beta1", col.after)
+    flux_res = clients.flux.apply(docs["flux"])
+    argo = clients.kubectl.apply(docs["argo"], server_side=True, field_manager=OWNER["argo"])
+    csa = clients.kubectl.apply(docs["csa"])
     for i, name in enumerate(object_names("post")):
         kube.request("PATCH", col.path("v1beta1", name), col.patch_after(i), "application/merge-patch+json",
                      query={"fieldManager": OWNER["post"]})
-    return {"flux": flux_res, "argo": argo, "csa": csa}
+    chart = write_chart(clients.charts / col.release / "after", col.release, "1.2.0", docs["helm"])
+    helm = clients.helm.upgrade(col.release, NS, chart)
+    return {"flux": flux_res, "argo": argo, "csa": csa, "helm": helm}
 
 
 def objects(kube, col: Column) -> dict[str, dict]:
@@ -222,18 +274,30 @@ def objects(kube, col: Column) -> dict[str, dict]:
 
 
 def third_manager_conflicts(kubectl: Kubectl, col: Column, client: str) -> str:
-    """A non-forced server-side dry-run apply by `helm` of the value each object's client owns: kubectl goes
+    """A non-forced server-side dry-run apply by `intruder` of the value each object's client owns: kubectl goes
     on past each failed object, so its stderr holds one error per object."""
     docs = [col.doc("v1beta1", n, col.third_manager(i)) for i, n in enumerate(object_names(client))]
-    return kubectl.apply(docs, server_side=True, field_manager="helm", dry_run="server").stderr
+    return kubectl.apply(docs, server_side=True, field_manager="intruder", dry_run="server").stderr
+
+
+@dataclass
+class FirstRun:
+    """What the run with every source still at v1alpha1 left, per column."""
+    result: dict
+    versions: dict[str, list[str]]  # CRD name -> spec.versions after it
+    stored: dict[str, list[str]]  # CRD name -> status.storedVersions after it
+    etcd: dict[str, dict]  # CRD name -> keys per apiVersion after it
+    reapply_problems: dict[str, list[str]]  # column -> the unchanged v1alpha1 re-applies that failed
 
 
 @pytest.fixture(scope="module")
 def upgraded(cluster, kube, tmp_path_factory):
-    """The columns, seeded by the real clients at v1alpha1, then upgraded by one role run."""
+    """The columns, seeded by the real clients at v1alpha1; a role run while the sources still say v1alpha1;
+    every source moved to v1beta1; the rerun."""
     tmp = tmp_path_factory.mktemp("real-clients")
-    kubectl = Kubectl(cluster.kubeconfig, cluster.contexts()[0])
-    flux = Flux(cluster.kubeconfig, cluster.contexts()[0])
+    context = cluster.contexts()[0]
+    clients = Clients(Kubectl(cluster.kubeconfig, context), Flux(cluster.kubeconfig, context),
+                      Helm(cluster.kubeconfig, context), tmp / "charts")
     kube.ensure_namespace(NS)
     webhook = WebhookServer(cluster.pki, tmp / "webhook").start()
     suffix = uuid.uuid4().hex[:6]
@@ -242,9 +306,27 @@ def upgraded(cluster, kube, tmp_path_factory):
         "Webhook": WebhookColumn("Webhook", f"hook{suffix}.clients.crdops.test", conversion=conversion_spec(webhook)),
     }
     for col in cols.values():
-        seed(kube, kubectl, flux, col)
-    proc = run_role(cluster, tmp, list(cols.values()))
-    yield cols, kubectl, flux, proc
+        kube.apply_crd(col.crd("v1alpha1", ("v1alpha1",)))
+        problems = apply_sources(kube, clients, col, "v1alpha1", col.before, first=True)
+        assert not problems, problems
+    _proc, result = run_role(cluster, tmp / "first", list(cols.values()))
+    first = FirstRun(result, {}, {}, {}, {})
+    for col in cols.values():
+        crd = kube.get_crd(col.crd_name)
+        first.versions[col.crd_name] = [v["name"] for v in crd["spec"]["versions"]]
+        first.stored[col.crd_name] = crd["status"]["storedVersions"]
+        first.etcd[col.crd_name] = dict(etcd_reader.scan_storage(cluster.etcd_url, col.group, col.plural).counts)
+        # the sources as they are, unchanged: still working while release N+1 is held back
+        first.reapply_problems[col.name] = apply_sources(kube, clients, col, "v1alpha1", col.before)
+        # then each moves: the same content, in v1beta1's names
+        moved = apply_sources(kube, clients, col, "v1beta1", col.moved)
+        assert not moved, moved
+    # Flux applies only on drift: the same content at v1beta1 is no drift, so kustomize-controller's Apply entry
+    # stays at v1alpha1 although its source moved. Its Kustomization is accepted by name; every other client's
+    # evidence is gone by itself (kubectl and Helm write on every apply)
+    proc, second = run_role(cluster, tmp / "second", list(cols.values()),
+                            crd_upgrade_accept_broken_clients=[KUSTOMIZATION])
+    yield cols, clients, proc, first, second
     webhook.stop()
 
 
@@ -255,16 +337,18 @@ def kubectl_errors(stderr: str) -> str:
     return "; ".join(f"{n}x {line}" for line, n in lines.items()) or stderr.strip()[:300]
 
 
-def check_reapply(kube, kubectl: Kubectl, flux: Flux, col: Column) -> list[str]:
+def check_reapply(kube, clients: Clients, col: Column) -> list[str]:
     """Every client re-applies its changed manifest; what went wrong, one line per check."""
     problems = []
-    results = reapply_after(kube, kubectl, flux, col)
+    results = reapply_after(kube, clients, col)
     fr = results["flux"]
     if not fr.ok or (fr.applied, fr.changed) != (COUNTS["flux"], COUNTS["flux"]):
         problems.append(f"flux: applied {fr.applied}, changed {fr.changed} of {COUNTS['flux']}: {fr.error}")
     for client in ("argo", "csa"):
         if not results[client].ok:
             problems.append(f"{client}: kubectl apply failed: {kubectl_errors(results[client].stderr)}")
+    if not results["helm"].ok:
+        problems.append(f"helm upgrade failed: {results['helm'].stderr.strip()[-400:]}")
     after = objects(kube, col)
     for client in COUNTS:
         names = object_names(client)
@@ -288,17 +372,17 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def check_last_applied(kube, col: Column) -> list[str]:
-    """kubectl's last-applied annotation after the role: in the storage version's names where the webhook renames
-    (so that client-side apply prunes across the rename), as it was where names stay; owned by kubectl alone."""
+    """kubectl's last-applied annotation after the role: the moved manifest, as kubectl wrote it at v1beta1 (the
+    role left the client-side applier's declaration alone); owned by kubectl alone."""
     problems = []
     current = objects(kube, col)
     for i, name in enumerate(object_names("csa")):
         meta = current[name]["metadata"]
         applied = json.loads(meta["annotations"][LAST_APPLIED])
-        want = f"{col.group}/{col.annotation_version}"
-        if applied.get("apiVersion") != want or applied.get("spec") != col.annotated_spec(i):
+        want = f"{col.group}/v1beta1"
+        if applied.get("apiVersion") != want or applied.get("spec") != col.moved(i):
             problems.append(f"{name}: last-applied annotation {applied.get('apiVersion')} {applied.get('spec')}, "
-                            f"expected {want} {col.annotated_spec(i)}")
+                            f"expected {want} {col.moved(i)}")
         owners = [e["manager"] for e in meta["managedFields"]
                   if "f:" + LAST_APPLIED in e.get("fieldsV1", {}).get("f:metadata", {}).get("f:annotations", {})]
         if owners != [OWNER["csa"]]:
@@ -319,11 +403,11 @@ def check_conflicts(kubectl: Kubectl, col: Column) -> list[str]:
     return problems
 
 
-def check_noop(kube, kubectl: Kubectl, flux: Flux, col: Column) -> list[str]:
+def check_noop(kube, clients: Clients, col: Column) -> list[str]:
     """An unchanged re-apply by every client writes nothing."""
     problems = []
     rv_before = {n: o["metadata"]["resourceVersion"] for n, o in objects(kube, col).items()}
-    again = reapply_after(kube, kubectl, flux, col)
+    again = reapply_after(kube, clients, col)
     if not again["flux"].ok or set(again["flux"].actions().values()) != {"unchanged"}:
         problems.append(f"flux: unchanged re-apply: {again['flux'].actions()} {again['flux'].error}")
     if not (again["argo"].ok and again["csa"].ok) or "unchanged" not in again["csa"].stdout:
@@ -336,31 +420,63 @@ def check_noop(kube, kubectl: Kubectl, flux: Flux, col: Column) -> list[str]:
     return problems
 
 
+def check_first_run(first: FirstRun, col: Column) -> list[str]:
+    """The run with every source still at v1alpha1: re-stored, proven and trimmed, release N+1 held back for this
+    CRD naming every client with its version and source, and every unchanged v1alpha1 re-apply still working."""
+    problems = list(first.reapply_problems[col.name])
+    if first.result["status"] != "held back":
+        problems.append(f"first run: status {first.result['status']}, expected held back")
+    if first.versions[col.crd_name] != ["v1alpha1", "v1beta1"]:
+        problems.append(f"first run: release N+1 applied: versions {first.versions[col.crd_name]}")
+    if first.stored[col.crd_name] != ["v1beta1"] or first.etcd[col.crd_name] != {f"{col.group}/v1beta1": TOTAL}:
+        problems.append(f"first run: storedVersions {first.stored[col.crd_name]}, etcd {first.etcd[col.crd_name]}")
+    held = [h for h in first.result["held_back"] if h["crd"] == col.crd_name]
+    said = " ".join(held[0]["clients"]) if held else ""
+    for words in (f"applier {OWNER['flux']} (declares at v1alpha1) on {COUNTS['flux']} objects",
+                  f"source: Flux Kustomization {KUSTOMIZATION}",
+                  f"applier {OWNER['argo']} (declares at v1alpha1) on {COUNTS['argo']} objects",
+                  f"Argo CD Application {ARGO_APP}",
+                  f"applier {OWNER['csa']} (declares (client-side apply) at v1alpha1) on {COUNTS['csa']} objects",
+                  f"applier helm (declares at v1alpha1) on {COUNTS['helm']} objects",
+                  f"applier {NS}/{col.release} (declares (Helm release) at v1alpha1) on {COUNTS['helm']} objects",
+                  f"Helm release {NS}/{col.release}"):
+        if words not in said:
+            problems.append(f"first run: the held-back clients do not say {words!r}: {said}")
+    if OWNER["post"] in said:
+        problems.append(f"first run: the POSTing client's one-time create is named as a client: {said}")
+    return problems
+
+
 @pytest.mark.parametrize("conversion", ["None", "Webhook"])
 def test_real_clients_after_the_role(cluster, kube, upgraded, conversion):
-    cols, kubectl, flux, proc = upgraded
-    assert proc.returncode == 0, proc.stdout[-6000:]
+    cols, clients, proc, first, second = upgraded
     col = cols[conversion]
+    problems = check_first_run(first, col)
+    still = sorted(set(c.get("manager") for c in second["broken_clients"] if c.get("crd") == col.crd_name))
+    if second["status"] != "ok" or still != [OWNER["flux"]]:
+        problems.append(f"rerun after the move: status {second['status']}, clients still seen {still} "
+                        f"(only the accepted, in-sync Flux expected)")
     crd = kube.get_crd(col.crd_name)
-    assert [v["name"] for v in crd["spec"]["versions"]] == ["v1beta1"]
+    assert [v["name"] for v in crd["spec"]["versions"]] == ["v1beta1"], (problems, proc.stdout[-3000:])
     assert crd["status"]["storedVersions"] == ["v1beta1"]
     scan = etcd_reader.scan_storage(cluster.etcd_url, col.group, col.plural)
     assert scan.total == TOTAL and dict(scan.counts) == {f"{col.group}/v1beta1": TOTAL}
 
-    problems = check_last_applied(kube, col)
-    problems += check_reapply(kube, kubectl, flux, col)
-    problems += check_conflicts(kubectl, col)
-    problems += check_noop(kube, kubectl, flux, col)
+    problems += check_last_applied(kube, col)
+    problems += check_reapply(kube, clients, col)
+    problems += check_conflicts(clients.kubectl, col)
+    problems += check_noop(kube, clients, col)
     assert not problems, f"conversion {conversion}:\n" + "\n".join(problems)
 
     # other everyday kubectl verbs work on the upgraded CRD
-    kubectl.run("label", col.resource(), "--all", "-n", NS, "checked=yes").check()
-    listed = kubectl.get(col.resource(), namespace=NS)["items"]
+    clients.kubectl.run("label", col.resource(), "--all", "-n", NS, "checked=yes").check()
+    listed = clients.kubectl.get(col.resource(), namespace=NS)["items"]
     assert len(listed) == TOTAL and all(o["metadata"]["labels"].get("checked") == "yes" for o in listed)
 
     scan = etcd_reader.scan_storage(cluster.etcd_url, col.group, col.plural)
     assert scan.total == TOTAL and dict(scan.counts) == {f"{col.group}/v1beta1": TOTAL}
-    reliability.record(f"real clients (Flux ssa, kubectl) across the role, conversion {conversion}",
+    reliability.record(f"real clients (Flux ssa, kubectl, Helm) across the role, conversion {conversion}",
+                       f"sources at v1alpha1: release N+1 held back naming each, their re-applies work; moved: "
                        f"every client re-applies at v1beta1 without force; pruned; conflicts name the owner; "
                        f"no before-first-apply; no-op re-apply on {TOTAL} of {TOTAL}",
                        TOTAL, scan.total, True)

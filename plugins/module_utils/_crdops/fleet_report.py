@@ -141,8 +141,11 @@ def plan_line(plan: Dict[str, Any]) -> str:
 def _done_line(c: Dict[str, Any]) -> str:
     totals = c.get("totals") or {}
     changed = [d["name"] for d in c.get("crds") or [] if crd_changed(d)]
-    return "%d CRD(s) changed, %s objects re-stored of %s, %s s" % (
-        len(changed), totals.get("rewritten", 0), totals.get("objects", 0), c.get("duration_s"))
+    # the counters were not read where a version was being removed: a reader at it would have gone unseen
+    unseen = "; readers of removed versions not checked" if c.get("readers_checked") is False and any(
+        d.get("removed_versions") for d in c.get("crds") or []) else ""
+    return "%d CRD(s) changed, %s objects re-stored of %s, %s s%s" % (
+        len(changed), totals.get("rewritten", 0), totals.get("objects", 0), c.get("duration_s"), unseen)
 
 
 HELD_BACK = "held back"  # a cluster's status: everything done but release N+1 for CRDs a client still declares

@@ -261,7 +261,9 @@ class CrdWriters:
         """What to do: move each named source to the version that stays, then run again."""
         stays = self.storage_version or "the storage version"
         return ("move %s to %s (its manifests' apiVersion), let it apply, then run again: the next run applies release "
-                "N+1" % ("these sources" if any(w.sources for w in self.writers) else "these clients", stays))
+                "N+1. An applier that writes only on drift (Flux, Argo CD) keeps its entry at the old version when "
+                "only the apiVersion changed: once its source says %s, accept it by name"
+                % ("these sources" if any(w.sources for w in self.writers) else "these clients", stays, stays))
 
     def broken_clients(self) -> List[Dict[str, Any]]:
         """The same clients as records (for the role's result and the fleet report)."""

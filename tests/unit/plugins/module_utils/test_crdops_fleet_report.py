@@ -145,6 +145,15 @@ def test_a_cluster_held_back_is_its_own_state_naming_the_client_its_source_and_t
     assert report["run"]["outcome"].startswith("complete, release N+1 held back on 1 of 2 clusters")
 
 
+def test_readers_not_checked_where_a_version_was_removed_is_said_in_the_line():
+    removed = [{"name": "w.x.io", "upgraded": True, "removed_versions": ["v1"]}]
+    unseen = fleet_report.enrich(result("c1", "ok", crds=removed, readers_checked=False))
+    assert unseen["line"].endswith("; readers of removed versions not checked")
+    seen = fleet_report.enrich(result("c1", "ok", crds=removed, readers_checked=True))
+    nothing_removed = fleet_report.enrich(result("c1", "ok", crds=[{"name": "w.x.io"}], readers_checked=False))
+    assert "readers" not in seen["line"] and "readers" not in nothing_removed["line"]
+
+
 def _render(template, report):
     """A report template as the role's `template` task renders it (jinja2 with the Ansible filter it uses)."""
     import pathlib
