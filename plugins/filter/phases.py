@@ -159,7 +159,8 @@ def _managed_fields(m):
 def _proof(record):
     """The migration record the verify read: valid for the live CRD or why not (drain adds how it was proven)."""
     return {"record_valid": bool(record.get("valid")), "reason": record.get("reason"),
-            "completed_at": record.get("completedAt"), "kind": record.get("proof") or record.get("proofKind")}
+            "completed_at": record.get("completedAt"), "kind": record.get("proof") or record.get("proofKind"),
+            "barrier_mode": record.get("barrierMode") or None}
 
 
 def _diff(d):

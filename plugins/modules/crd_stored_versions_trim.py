@@ -51,6 +51,17 @@ options:
     type: bool
     default: false
     version_added: 1.1.0
+  accept_settle_fallback:
+    description:
+      - Trim on a valid record whose pass began after the HA barrier's settle fallback
+        (O(crdops.migration.crd_storage_migrate#module:barrier_fallback=settle) - not every apiserver reachable, so the
+        run waited instead of seeing each one write the new storage version) and whose proof is a confirming pass. An
+        apiserver still encoding the older version would have answered C(unchanged) to that pass too (equal bytes).
+        Refused by default; a record proven from etcd is taken.
+      - The record's barrier mode is returned as C(barrierMode) in RV(crds[].migration_record).
+    type: bool
+    default: false
+    version_added: 1.3.0
 seealso:
   - module: crdops.migration.crd_storage_migrate
   - module: crdops.migration.crd_storage_info
@@ -112,6 +123,7 @@ OPTIONS = dict(
     versions=dict(type="list", elements="str"),
     force=dict(type="bool", default=False),
     accept_unproven=dict(type="bool", default=False),
+    accept_settle_fallback=dict(type="bool", default=False),
 )
 
 
@@ -124,7 +136,8 @@ class Trim(Job):
         for crd in crds:
             res = trim_stored_versions(transport, crd.name, versions=p["versions"], force=p["force"],
                                        check_mode=self.check_mode, event_errors=self.result["event_errors"],
-                                       accept_unproven=p["accept_unproven"])
+                                       accept_unproven=p["accept_unproven"],
+                                       accept_settle_fallback=p["accept_settle_fallback"])
             self.result["crds"].append(res.to_dict())
             if res.changed:
                 self.result["changed"] = True

@@ -244,6 +244,7 @@ def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier: Barri
         policy = run_policy(transport, crd, options.restore)  # one for the pass and its confirming passes
         entry = migrate_crd(transport, crd, options.restore, progress=progress.update, stop_check=stop_check,
                             stop=options.stop, barrier_revision=revision, pace=pace, policy=policy,
+                            barrier_mode=str((waited or {}).get("mode") or ""),
                             prove=None if check_mode else prover(transport, crd, options, progress, stop_check, waited,
                                                                  policy)
                             ).to_dict()

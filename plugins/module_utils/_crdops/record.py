@@ -59,10 +59,14 @@ class MigrationRecord:
     # metadata.uid of the CRD the pass ran on: a record copied with the CRD's annotations onto another cluster (a
     # bundle exported with `kubectl get crd -o yaml`, a backup restore) names another uid and proves nothing there
     crd_uid: str = ""
+    # how the HA barrier knew every apiserver wrote the new storage version before the pass (barrier.py): "single",
+    # "endpoints", or "settle-fallback" (a wait, not an observation; a confirming pass cannot see a lagging member
+    # that still encodes the old version, its bytes are equal), "" when not recorded
+    barrier_mode: str = ""
 
     def to_annotation(self) -> str:
         return json.dumps({
-            "proof": self.proof, "crdUid": self.crd_uid,
+            "proof": self.proof, "crdUid": self.crd_uid, "barrierMode": self.barrier_mode,
             "storageVersion": self.storage_version, "generation": self.generation,
             "startedAt": self.started_at, "completedAt": self.completed_at,
             "listed": self.listed, "rewritten": self.rewritten, "unchanged": self.unchanged,
@@ -95,6 +99,7 @@ class MigrationRecord:
             managed_fields_dropped=int(data.get("managedFieldsDropped", 0)),
             objects_with_stale_managed_fields=int(data.get("objectsWithStaleManagedFields", 0)),
             proof=str(data.get("proof") or PROOF_NONE), crd_uid=str(data.get("crdUid") or ""),
+            barrier_mode=str(data.get("barrierMode") or ""),
         )
 
     def to_dict(self) -> Dict[str, Any]:
@@ -164,8 +169,9 @@ def validate_record(crd: Crd) -> RecordValidation:
                                 "migration again" % (record.listed, record.accounted, record.rewritten,
                                                      record.unchanged, record.gone, record.skipped_by_checkpoint,
                                                      record.already_current), record)
-    return RecordValidation(True, "valid: complete pass at storage version %s, generation %d, completed %s, proof %s"
-                            % (record.storage_version, record.generation, record.completed_at, record.proof), record)
+    return RecordValidation(True, "valid: complete pass at storage version %s, generation %d, completed %s, proof %s%s"
+                            % (record.storage_version, record.generation, record.completed_at, record.proof,
+                               ", barrier %s" % record.barrier_mode if record.barrier_mode else ""), record)
 
 
 # the counts a checkpoint carries to the run that resumes from it (record field names, snake case)

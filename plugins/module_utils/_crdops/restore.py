@@ -252,7 +252,7 @@ class RestorePass:
                  progress: Optional[ProgressFn] = None, clock: Callable[[], float] = time.monotonic,
                  now: Callable[[], str] = utc_now, managed_fields_only: bool = False,
                  stop_check: Optional[StopCheck] = None, stop: Optional[StopSignal] = None,
-                 barrier_revision: Optional[int] = None,
+                 barrier_revision: Optional[int] = None, barrier_mode: str = "",
                  pace: Optional[PaceGate] = None, mf_policy: Optional[ManagedFieldsPolicy] = None,
                  confirming: bool = False, prove: Optional[Callable[[CrdResult], Proof]] = None) -> None:
         self.transport = transport
@@ -261,6 +261,7 @@ class RestorePass:
         self.mf_only = managed_fields_only
         self.confirming = confirming
         self.prove = prove
+        self.barrier_mode = barrier_mode  # into the record: a settle-fallback proof is weaker (record.py)
         if probe is None and options.probe_conversion:
             probe = conversion_probe(transport)
         self.probe = probe
@@ -657,7 +658,7 @@ class RestorePass:
         # a resumed pass records the whole pass (earlier runs' counts carried by the checkpoint), not only this run
         record = MigrationRecord(storage_version=self.crd.storage_version or "", generation=self.crd.generation,
                                  started_at=self.started_at, completed_at=self.now(), failed=0, proof=proof_kind,
-                                 crd_uid=self.crd.uid, **self.pass_counts(r.listed))
+                                 crd_uid=self.crd.uid, barrier_mode=self.barrier_mode, **self.pass_counts(r.listed))
         try:
             write_record(self.transport, self.crd, record)
             r.record = record.to_dict()
@@ -695,6 +696,7 @@ def migrate_crd(
     pace: Optional[PaceGate] = None,
     prove: Optional[Callable[[CrdResult], Proof]] = None,
     policy: Optional[RunPolicy] = None,
+    barrier_mode: str = "",
 ) -> CrdResult:
     """Run one complete re-store pass over ``crd`` (as read when the pass starts) and, when it is
     complete with zero failures, write the migration record. Never raises for per-object errors;
@@ -708,7 +710,7 @@ def migrate_crd(
     mf_policy, mappings = policy or run_policy(transport, crd, options)
     result = RestorePass(transport, crd, options, probe=probe, progress=progress, clock=clock, now=now,
                          stop_check=stop_check, stop=stop, barrier_revision=barrier_revision, pace=pace,
-                         mf_policy=mf_policy, prove=prove).run()
+                         mf_policy=mf_policy, prove=prove, barrier_mode=barrier_mode).run()
     result.field_mappings = mappings.summaries() if mappings is not None else []
     return result
 

@@ -38,6 +38,7 @@ from .errors import CrdOpsError
 from .listing import list_pages
 from .record import CHECKPOINT_ANNOTATION, PROOF_NONE, foreign_reason, validate_record
 from .release_follow import follow_release, pair_manifests
+from .repair_diagnosis import repair_in_progress
 from .selection import get_crd_raw
 from .transport import APPLY_PATCH, Transport, dumps, error_from_response
 
@@ -83,7 +84,11 @@ def crd_blockers(crd: Crd) -> List[str]:
         out.append("%s: status.storedVersions is %s, not [%s]" % (crd.name, stored, crd.storage_version))
     check = validate_record(crd)
     record = check.record
-    foreign = foreign_reason("migration record", record.crd_uid, crd) if record is not None else None
+    # another CRD's record (copied with the CRD's annotations) is never this CRD's proof; one written before records
+    # named their CRD is judged as before, stale by generation included: on a CRD whose release N+1 is in effect and
+    # whose objects all read at the storage version the normal path would not act on it either
+    foreign = (foreign_reason("migration record", record.crd_uid, crd)
+               if record is not None and record.crd_uid else None)
     if record is None:
         out.append("%s: no migration record (%s)" % (crd.name, check.reason))
     elif foreign:
@@ -100,6 +105,9 @@ def crd_blockers(crd: Crd) -> List[str]:
         out.append("%s: the migration record has no proof (no etcd scan, no confirming pass)" % crd.name)
     if CHECKPOINT_ANNOTATION in crd.annotations:
         out.append("%s: a resume checkpoint is left (an unfinished pass)" % crd.name)
+    if repair_in_progress(crd):
+        out.append("%s: a repair added %s back and has not removed it again (an unfinished repair)"
+                   % (crd.name, ", ".join(repair_in_progress(crd))))
     return out
 
 

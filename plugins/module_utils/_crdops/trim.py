@@ -17,8 +17,10 @@ from typing import Any, Dict, List, Optional, Sequence
 from .crd import Crd, crd_path
 from .errors import ConflictError, CrdOpsError, NotFoundError, RecordError, RefusalError
 from .events import TRIM_REFUSED, TRIM_SUCCEEDED, emit_crd_event
-from .record import PROOF_NONE, RecordValidation, validate_record
+from .record import PROOF_ETCD, PROOF_NONE, RecordValidation, validate_record
 from .transport import MERGE_PATCH, Transport, dumps, error_from_response
+
+SETTLE_MODE = "settle-fallback"  # the HA barrier's mode when it waited instead of polling every apiserver
 
 
 @dataclass
@@ -88,6 +90,7 @@ def trim_stored_versions(
     check_mode: bool = False,
     event_errors: Optional[List[str]] = None,
     accept_unproven: bool = False,
+    accept_settle_fallback: bool = False,
 ) -> TrimResult:
     """Trim one CRD. ``event_errors`` collects Events that could not be posted about a refusal."""
     cluster = transport.cluster_label
@@ -117,6 +120,16 @@ def trim_stored_versions(
             "confirm_passes=0 or by a version before 1.1.0). Run crd_storage_migrate again with force=true (a "
             "confirming pass, or etcd_url), or check etcd with crd_storage_verify and then set accept_unproven=true"
             % (before, after), cluster=cluster, crd=crd.name), check_mode, event_errors)
+    if validation.ok and validation.record is not None and validation.record.barrier_mode == SETTLE_MODE and not (
+            accept_settle_fallback or force or validation.record.proof == PROOF_ETCD):
+        raise refused(transport, crd, RecordError(
+            "refusing to trim status.storedVersions %s -> %s: the pass behind the migration record began after the HA "
+            "barrier's settle fallback (not every apiserver could be reached, so the run waited instead of seeing each "
+            "one write %s), and its proof is a confirming pass: an apiserver still encoding an older version answers "
+            "'unchanged' to it too. Prove it from etcd (etcd_url), run again with every apiserver in "
+            "apiserver_endpoints, or accept the risk with accept_settle_fallback=true (role: "
+            "crd_upgrade_accept_settle_fallback)" % (before, after, crd.storage_version),
+            cluster=cluster, crd=crd.name), check_mode, event_errors)
     if not validation.ok:
         if not force:
             raise refused(transport, crd, RecordError(

@@ -191,3 +191,28 @@ def test_trim_gone_crd():
     with pytest.raises(NotFoundError) as ei:
         trim_stored_versions(c, NAME)
     assert "not found" in str(ei.value) and NAME in str(ei.value)
+
+
+def _settled_record(proof):
+    return {RECORD_ANNOTATION: MigrationRecord("v2", 2, "a", "b", 3, 2, 1, 0, 0, proof=proof, crd_uid="u-" + NAME,
+                                               barrier_mode="settle-fallback").to_annotation()}
+
+
+def test_a_settle_fallback_record_proven_by_confirming_passes_is_not_trimmed_without_the_opt_in():
+    c = trim_cluster(_settled_record("confirming-pass"))
+    with pytest.raises(RecordError) as ei:
+        trim_stored_versions(c, NAME)
+    assert "settle fallback" in str(ei.value) and "accept_settle_fallback" in str(ei.value)
+    assert c.crds[NAME]["status"]["storedVersions"] == ["v1", "v2"]
+    assert trim_stored_versions(c, NAME, accept_settle_fallback=True).after == ["v2"]
+
+
+def test_a_settle_fallback_record_proven_from_etcd_is_trimmed():
+    c = trim_cluster(_settled_record("etcd-scan"))
+    assert trim_stored_versions(c, NAME).after == ["v2"]
+
+
+def test_the_record_keeps_the_barrier_mode():
+    text = _settled_record("confirming-pass")[RECORD_ANNOTATION]
+    assert MigrationRecord.from_annotation(text).barrier_mode == "settle-fallback"
+    assert "barrier settle-fallback" in validate_record(Crd.from_api(make_crd(annotations={RECORD_ANNOTATION: text}))).reason

@@ -4,11 +4,14 @@
 """The pure half of "nothing to do" (settled.py): what the live CRD, its record and the releases say is left."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd import Crd
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import (
     CHECKPOINT_ANNOTATION, RECORD_ANNOTATION, MigrationRecord)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair_diagnosis import REPAIR_ANNOTATION
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.settled import (
     Releases, Verdict, crd_blockers, decide, differences, release_blockers)
 from tests.unit.crdops_fakes import make_crd
@@ -40,6 +43,18 @@ def test_a_record_copied_from_another_crd_never_counts_whatever_its_generation()
     for generation in (2, 3):
         (blocker,) = crd_blockers(crd(generation=generation, **{RECORD_ANNOTATION: copied}))
         assert "foreign" in blocker and "u-canary" in blocker
+
+
+def test_a_record_written_before_records_named_their_crd_counts_as_before_on_a_finished_crd():
+    # a cluster finished by an earlier version: release N+1 bumped the generation after its record
+    legacy = MigrationRecord("v2", 2, "a", "b", 3, 2, 1, 0, 0, proof="etcd-scan").to_annotation()
+    assert crd_blockers(crd(generation=3, **{RECORD_ANNOTATION: legacy})) == []
+
+
+def test_an_unfinished_repair_is_something_left():
+    note = json.dumps({"addedVersions": ["v1"], "crdUid": "u-" + NAME})
+    (blocker,) = crd_blockers(crd(**{RECORD_ANNOTATION: rec(), REPAIR_ANNOTATION: note}))
+    assert "a repair added v1 back" in blocker
 
 
 @pytest.mark.parametrize("c,words", [
