@@ -1,4 +1,5 @@
-"""Locate (or build) the crdops-clients binary: kubectl and Flux's apply library, built from Go modules."""
+"""Locate (or build) the binaries the clients run: crdops-clients (kubectl and Flux's apply library) and helm,
+both built from Go modules by a script in this folder and cached by version."""
 from __future__ import annotations
 
 import os
@@ -14,17 +15,25 @@ class ClientsMissing(RuntimeError):
 
 def clients_binary(build: bool = True) -> Path:
     """CRDOPS_CLIENTS_BIN if set, else the version-keyed build in the cache (built on demand by build.sh)."""
-    override = os.environ.get("CRDOPS_CLIENTS_BIN")
+    return cached_binary("build.sh", "CRDOPS_CLIENTS_BIN", "crdops-clients", ClientsMissing, build)
+
+
+def cached_binary(script: str, override_env: str, what: str, missing: type[RuntimeError], build: bool = True) -> Path:
+    """The binary named by `override_env` if set, else the one tests/clients/<script> caches by version, built
+    on demand unless `build` is False. `what` names the binary in messages; `missing` is raised without one.
+
+    The script is asked for the path (`--print-path`) rather than computing it here, so the cache key is
+    defined once, in the script."""
+    override = os.environ.get(override_env)
     if override:
         if not os.access(override, os.X_OK):
-            raise ClientsMissing(f"CRDOPS_CLIENTS_BIN={override} is not an executable crdops-clients binary")
+            raise missing(f"{override_env}={override} is not an executable {what} binary")
         return Path(override)
-    path = Path(subprocess.run([str(HERE / "build.sh"), "--print-path"], check=True, capture_output=True,
-                               text=True).stdout.strip())
+    command = str(HERE / script)
+    path = Path(subprocess.run([command, "--print-path"], check=True, capture_output=True, text=True).stdout.strip())
     if not path.exists():
         if not build:
-            raise ClientsMissing("the real clients are not built; run tests/clients/build.sh "
-                                 "(or set CRDOPS_CLIENTS_BIN to a crdops-clients binary)")
-        if subprocess.run([str(HERE / "build.sh")], check=False).returncode != 0:
-            raise ClientsMissing("tests/clients/build.sh failed; see the message above")
+            raise missing(f"{what} is not built; run tests/clients/{script} (or set {override_env} to a {what} binary)")
+        if subprocess.run([command], check=False).returncode != 0:
+            raise missing(f"tests/clients/{script} failed; see the message above")
     return path

@@ -14,6 +14,8 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=cached_build.sh
+source "$HERE/cached_build.sh"
 SRC="$HERE/go"
 CACHE="${CRDOPS_CACHE:-$HOME/.cache/crdops}"
 
@@ -24,36 +26,14 @@ DIGEST="$(cat "$SRC"/go.mod "$SRC"/go.sum "$SRC"/*.go | sha256sum | cut -c1-10)"
 OUT="$CACHE/bin/clients-kubectl-$KUBECTL_VERSION-ssa-$SSA_VERSION-$DIGEST"
 BIN="$OUT/crdops-clients"
 
-if [[ "${1:-}" == "--print-path" ]]; then echo "${CRDOPS_CLIENTS_BIN:-$BIN}"; exit 0; fi
-[[ $# -eq 0 ]] || { echo "unknown argument: $1" >&2; exit 2; }
+cached_build_arguments CRDOPS_CLIENTS_BIN "$@"
+use_override CRDOPS_CLIENTS_BIN clients
+exit_if_cached "clients (kubectl $KUBECTL_VERSION, fluxcd/pkg/ssa $SSA_VERSION): cached in $OUT"
+wait_for_build_lock clients
+exit_if_cached "clients: built meanwhile, cached in $OUT"
+require_go "the clients" "CRDOPS_CLIENTS_BIN to a crdops-clients binary"
 
-if [[ -n "${CRDOPS_CLIENTS_BIN:-}" ]]; then
-  [[ -x "$CRDOPS_CLIENTS_BIN" ]] || { echo "CRDOPS_CLIENTS_BIN=$CRDOPS_CLIENTS_BIN is not an executable" >&2; exit 1; }
-  echo "clients: using CRDOPS_CLIENTS_BIN=$CRDOPS_CLIENTS_BIN"
-  exit 0
-fi
-if [[ -x "$BIN" ]]; then echo "clients (kubectl $KUBECTL_VERSION, fluxcd/pkg/ssa $SSA_VERSION): cached in $OUT"; exit 0; fi
-
-mkdir -p "$OUT" "$CACHE/logs"
-# One build at a time per cache (two checkouts, or CI beside a session): the second waits, then finds the
-# binary and does nothing.
-exec 9>"$CACHE/clients-build.lock"
-if ! flock -n 9; then
-  echo "another clients build is running (lock $CACHE/clients-build.lock); waiting for it"
-  flock 9
-fi
-if [[ -x "$BIN" ]]; then echo "clients: built meanwhile, cached in $OUT"; exit 0; fi
-
-if ! command -v go >/dev/null 2>&1; then
-  echo "Go is not installed, so the clients cannot be built; set CRDOPS_CLIENTS_BIN to a crdops-clients binary" >&2
-  exit 1
-fi
-
-LOG="$CACHE/logs/clients-$KUBECTL_VERSION-$SSA_VERSION-$DIGEST.log"
-start=$(date +%s)
-echo "clients (kubectl $KUBECTL_VERSION, fluxcd/pkg/ssa $SSA_VERSION): building (log: $LOG)"
-(
-  set -e
+build_clients() {  # run by run_build, in a subshell
   cd "$SRC"
   export GOTOOLCHAIN=local GOFLAGS="-modcacherw -buildvcs=false -mod=readonly"
   unset GOWORK
@@ -63,15 +43,13 @@ echo "clients (kubectl $KUBECTL_VERSION, fluxcd/pkg/ssa $SSA_VERSION): building 
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ldf="$ldf -X $p.gitVersion=v1.${KUBECTL_VERSION#v0.} -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
   done
-  timer=()
-  if [[ -x /usr/bin/time ]]; then timer=(/usr/bin/time -v); fi
-  CGO_ENABLED=0 "${timer[@]}" go build -trimpath -ldflags "$ldf" -o "$BIN.tmp" .
+  CGO_ENABLED=0 timed go build -trimpath -ldflags "$ldf" -o "$BIN.tmp" .
   mv "$BIN.tmp" "$BIN"
   ln -sf crdops-clients "$OUT/kubectl"
-) >"$LOG" 2>&1 || {
-  echo "building the clients failed; the last lines of $LOG:" >&2
-  tail -n 30 "$LOG" >&2 || true
-  echo "Alternative: CRDOPS_CLIENTS_BIN=<a crdops-clients binary>" >&2
-  exit 1
 }
+
+LOG="$CACHE/logs/clients-$KUBECTL_VERSION-$SSA_VERSION-$DIGEST.log"
+start=$(date +%s)
+echo "clients (kubectl $KUBECTL_VERSION, fluxcd/pkg/ssa $SSA_VERSION): building (log: $LOG)"
+run_build "$LOG" "the clients" "CRDOPS_CLIENTS_BIN=<a crdops-clients binary>" build_clients
 echo "clients ready in $(( $(date +%s) - start ))s: $OUT"

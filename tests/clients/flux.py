@@ -10,13 +10,23 @@ from pathlib import Path
 
 from .binary import clients_binary
 from .manifests import write_manifests
+from .result import ClientResult, CommandFailed
 
 FLUX_MANAGER = "kustomize-controller"
 
 
+class FluxFailed(CommandFailed):
+    def describe(self, result: FluxResult) -> str:
+        return f"Flux apply failed (exit {result.returncode}): {result.error or result.stderr.strip()}"
+
+
 @dataclass(frozen=True)
-class FluxResult:
-    """One reconcile: per object Flux's action (created, configured, unchanged, skipped)."""
+class FluxResult(ClientResult):
+    """One reconcile: per object Flux's action (created, configured, unchanged, skipped).
+
+    Not a CommandResult: it holds Flux's JSON report rather than the output, and `ok` also needs a report
+    without an error."""
+    failure = FluxFailed
     returncode: int
     objects: list[dict] = field(default_factory=list)
     applied: int = 0
@@ -32,17 +42,6 @@ class FluxResult:
         """name (namespace/name for namespaced objects) -> action."""
         return {(f"{o['namespace']}/{o['name']}" if o.get("namespace") else o["name"]): o["action"]
                 for o in self.objects}
-
-    def check(self) -> "FluxResult":
-        if not self.ok:
-            raise FluxFailed(self)
-        return self
-
-
-class FluxFailed(RuntimeError):
-    def __init__(self, result: FluxResult):
-        self.result = result
-        super().__init__(f"Flux apply failed (exit {result.returncode}): {result.error or result.stderr.strip()}")
 
 
 class Flux:

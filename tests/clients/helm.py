@@ -10,12 +10,12 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-HERE = Path(__file__).resolve().parent
+from .binary import cached_binary
+from .result import CommandFailed, CommandResult
 
 
 class HelmMissing(RuntimeError):
@@ -24,42 +24,16 @@ class HelmMissing(RuntimeError):
 
 def helm_binary(build: bool = True) -> Path:
     """CRDOPS_HELM_BIN if set, else the version-keyed build in the cache (built on demand by build_helm.sh)."""
-    override = os.environ.get("CRDOPS_HELM_BIN")
-    if override:
-        if not os.access(override, os.X_OK):
-            raise HelmMissing(f"CRDOPS_HELM_BIN={override} is not an executable helm binary")
-        return Path(override)
-    script = str(HERE / "build_helm.sh")
-    path = Path(subprocess.run([script, "--print-path"], check=True, capture_output=True, text=True).stdout.strip())
-    if not path.exists():
-        if not build:
-            raise HelmMissing("helm is not built; run tests/clients/build_helm.sh (or set CRDOPS_HELM_BIN)")
-        if subprocess.run([script], check=False).returncode != 0:
-            raise HelmMissing("tests/clients/build_helm.sh failed; see the message above")
-    return path
+    return cached_binary("build_helm.sh", "CRDOPS_HELM_BIN", "helm", HelmMissing, build)
 
 
-@dataclass(frozen=True)
-class HelmResult:
-    args: list[str]
-    returncode: int
-    stdout: str
-    stderr: str
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0
-
-    def check(self) -> HelmResult:
-        if not self.ok:
-            raise HelmFailed(self)
-        return self
+class HelmFailed(CommandFailed):
+    tool = "helm"
 
 
-class HelmFailed(RuntimeError):
-    def __init__(self, result: HelmResult):
-        self.result = result
-        super().__init__(f"helm {' '.join(result.args)} exited {result.returncode}: {result.stderr.strip()}")
+class HelmResult(CommandResult):
+    """One helm run; check() raises HelmFailed."""
+    failure = HelmFailed
 
 
 class Helm:

@@ -5,34 +5,20 @@ import json
 import subprocess
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from .binary import clients_binary
 from .manifests import write_manifests
+from .result import CommandFailed, CommandResult
 
 
-@dataclass(frozen=True)
-class Result:
-    args: list[str]
-    returncode: int
-    stdout: str
-    stderr: str
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0
-
-    def check(self) -> "Result":
-        if not self.ok:
-            raise KubectlFailed(self)
-        return self
+class KubectlFailed(CommandFailed):
+    tool = "kubectl"
 
 
-class KubectlFailed(RuntimeError):
-    def __init__(self, result: Result):
-        self.result = result
-        super().__init__(f"kubectl {' '.join(result.args)} exited {result.returncode}: {result.stderr.strip()}")
+class Result(CommandResult):
+    """One kubectl run; check() raises KubectlFailed."""
+    failure = KubectlFailed
 
 
 class Kubectl:

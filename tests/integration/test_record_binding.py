@@ -23,10 +23,9 @@ from tests.controlplane.kube import objects_path
 from tests.integration.modrun import ansible_playbook, auth_args, run_module
 from tests.integration.seed import crd_at, seed_old_objects
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import RECORD_ANNOTATION
-
 REPO = Path(__file__).resolve().parents[2]
 COUNT = 24
+RECORD_ANNOTATION = "migration.crdops.io/storage-migration"
 
 
 def exported(crd: dict) -> dict:

@@ -253,7 +253,7 @@ def test_three_cluster_report_first_screen_in_chromium(fleet):
     html = fleet["upgrade_folder"] / "fleet-report.html"
     boxes = _first_screen(html)
     height = VIEWPORT[1]
-    assert [t["text"] for t in boxes["tiles"]] == ["2 done", "1 failed", "0 waiting"]
+    assert [t["text"] for t in boxes["tiles"]] == ["2 done", "0 release N+1 held back", "1 failed", "0 waiting"]
     (failure,) = boxes["failures"]
     assert failure["text"].startswith("broken init") and "fix this host's kubeconfig" in failure["text"]
     assert failure["bottom"] <= height and boxes["headline"][0]["bottom"] <= height
@@ -311,7 +311,7 @@ def test_hundred_cluster_report_reads_from_its_first_screen(fleet, tmp_path):
     html = folder / "fleet-report.html"
     boxes = _first_screen(html)
     height = VIEWPORT[1]
-    assert [t["text"] for t in boxes["tiles"]] == [f"{100 - 5 - len(waiting)} done", "5 failed",
+    assert [t["text"] for t in boxes["tiles"]] == [f"{100 - 5 - len(waiting)} done", "0 release N+1 held back", "5 failed",
                                                    f"{len(waiting)} waiting"]
     assert [b["text"].split(" ")[0] for b in boxes["failures"]] == failed
     assert all(b["bottom"] <= height for b in boxes["failures"] + boxes["tiles"] + boxes["headline"])

@@ -82,7 +82,7 @@ def test_clients_writing_at_the_removed_version_hold_release_next_back_unless_ac
         assert "release N+1 held back for 1 CRDs" in out, out[-4000:]
         # cluster, CRD, client, object count, last write; and the requests at v1alpha1 on the apiserver
         for text in ("cluster mf-cluster", s.crd_name, "requests at v1alpha1 served by", "APPLY",
-                     "crd_upgrade_accept_broken_clients", "fix: move these clients to v1beta1",
+                     "crd_upgrade_accept_broken_clients", "fix: move these sources to v1beta1",
                      *(f"applier {m} (declares at v1alpha1) on 2 objects, last write" for m in WRITTEN),
                      # applied once, before the run: its source still says v1alpha1 as much as the others'
                      f"applier argocd-controller (declares at v1alpha1) on {COUNT} objects"):

@@ -251,8 +251,7 @@ def _writers(out: Dict[str, Any]) -> None:
         label = ("holds release N+1 back" if d["held_back"] else
                  "seen using a removed version" if out.get("status") == "planned" else "accepted, broken")
         d["writers"] = ["%s: %s" % (label, writer_words(b)) for b in mine]
-        if d["held_back"]:
-            d["writers"].append("fix: %s" % d["held_back"].get("fix"))
+        d["held_back_fix"] = d["held_back"].get("fix") if d["held_back"] else None
         if mine and out.get("status") == "planned" and d.get("plan"):
             d["plan"] = dict(d["plan"], blocked=list(d["plan"].get("blocked") or []) + [
                 {"version": str(b.get("version")), "why": "a client still uses it: %s" % writer_words(b)}

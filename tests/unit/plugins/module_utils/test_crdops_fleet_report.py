@@ -138,8 +138,8 @@ def test_a_cluster_held_back_is_its_own_state_naming_the_client_its_source_and_t
     report = fleet_report.build([c, result("c2", "ok")], {"title": "t"})
     (w,) = report["clusters"][0]["crds"]
     assert w["writers"] == ["holds release N+1 back: kustomize-controller (Apply) declares v1 on 30 objects, last write "
-                            "unknown; source Flux Kustomization flux-system/apps",
-                            "fix: move these sources to v2 (its manifests' apiVersion), let it apply, then run again"]
+                            "unknown; source Flux Kustomization flux-system/apps"]
+    assert w["held_back_fix"] == "move these sources to v2 (its manifests' apiVersion), let it apply, then run again"
     assert "release N+1 held back for w.x.io" in report["clusters"][0]["line"]
     assert (report["summary"]["held_back"], report["summary"]["ok"], report["summary"]["failed"]) == (1, 1, 0)
     assert report["run"]["outcome"].startswith("complete, release N+1 held back on 1 of 2 clusters")
