@@ -125,7 +125,7 @@ helm_releases:
   type: dict
   contains:
     checked: {description: The release Secrets could be listed (V(false) - forbidden; C(note) says so)., type: bool, returned: always}
-    note: {description: Why not checked, or Secrets that did not decode., type: str, returned: always}
+    note: {description: "Why not checked, or Secrets that did not decode.", type: str, returned: always}
     rewritten:
       description: Per release C(release) (namespace/name), C(revision) and C(objects) (kind, namespace, name, apiVersion, to).
       type: list

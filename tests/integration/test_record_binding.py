@@ -46,9 +46,14 @@ def test_a_record_exported_with_the_crd_proves_nothing_on_another_install(cluste
     bundle = tmp_path / "release-n.yaml"
     bundle.write_text(yaml.safe_dump(exported(canary)))
 
-    # the same history on another install: v1alpha1 only, objects stored there, then release N flips it
+    # the same history on another install: v1alpha1 only, objects stored there, then release N flips it; its objects
+    # carry no managedFields (restored from a backup, or created before 1.18), so no managedFields pass writes them
     kube.delete_crd(s.crd_name)
     seed_old_objects(kube, group, COUNT, namespaces=["ns-a"], flip=False)
+    for item in kube.get(objects_path(group, "v1alpha1", s.plural, "ns-a"))["items"]:
+        kube.request("PATCH", objects_path(group, "v1alpha1", s.plural, "ns-a", item["metadata"]["name"]),
+                     [{"op": "replace", "path": "/metadata/managedFields", "value": [{}]}],
+                     "application/json-patch+json")
     assert kube.get_crd(s.crd_name)["metadata"]["uid"] != canary["metadata"]["uid"]
     assert scan_storage(cluster.etcd_url, group, s.plural).counts == {s.old(): COUNT}
     target = tmp_path / "release-n1.yaml"
@@ -72,6 +77,6 @@ def test_a_record_exported_with_the_crd_proves_nothing_on_another_install(cluste
     live = kube.get_crd(s.crd_name)
     assert [v["name"] for v in live["spec"]["versions"]] == ["v1beta1"]
     assert len(kube.get(objects_path(group, "v1beta1", s.plural, "ns-a"))["items"]) == COUNT
-    own = json.loads(live["metadata"]["annotations"][RECORD_ANNOTATION])
+    own = json.loads((live["metadata"].get("annotations") or {}).get(RECORD_ANNOTATION) or "{}")
     assert own["crdUid"] == live["metadata"]["uid"] and own["rewritten"] == COUNT, own
     kube.delete_crd(s.crd_name)

@@ -200,9 +200,9 @@ def stripped_summary(stripped: Sequence[Stripped]) -> str:
     """One sentence naming the CRD documents whose crdops annotations were dropped; empty when none."""
     if not stripped:
         return ""
+    plural = "" if len(stripped) == 1 else "s"
     return ("crdops annotations dropped from %d CRD document%s before applying (exported from a live CRD, they "
-            "describe that CRD, not this cluster's): %s" % (len(stripped), "" if len(stripped) == 1 else "s",
-                                                          "; ".join(str(s) for s in stripped)))
+            "describe that CRD, not this cluster's): %s" % (len(stripped), plural, "; ".join(str(s) for s in stripped)))
 
 
 def _kind_of(doc: Any) -> str:

@@ -53,6 +53,8 @@ def accepts(accept: Accept, names: Sequence[str]) -> bool:
     if isinstance(accept, bool):
         return accept
     return any(n in accept for n in names if n)
+
+
 _LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 

@@ -42,9 +42,9 @@ SECRET_VALUE = "hunter2-do-not-print"  # a value in the release's config and man
 
 def doc(name, version="v1alpha1", kind="CronTab", namespace=None, extra=""):
     ns = "  namespace: %s\n" % namespace if namespace else ""
-    return ("# Source: app/templates/%s.yaml\napiVersion: %s/%s\nkind: %s\nmetadata:\n  name: %s\n%s"
-            "spec:\n  cronSpec: '*/5 * * * *'\n  note: \"<b>&amp; %s\"\n%s" % (name, GROUP, version, kind, name, ns,
-                                                                           SECRET_VALUE, extra))
+    head = "# Source: app/templates/%s.yaml\napiVersion: %s/%s\nkind: %s\nmetadata:\n  name: %s\n%s" % (
+        name, GROUP, version, kind, name, ns)
+    return head + "spec:\n  cronSpec: '*/5 * * * *'\n  note: \"<b>&amp; %s\"\n%s" % (SECRET_VALUE, extra)
 
 
 def manifest(*docs):
@@ -116,7 +116,7 @@ class FakeApi:
             return self._list_all(q)
         ns = parts[3]
         if len(parts) == 5:
-            items = [s for (n, _), s in sorted(self.secrets.items()) if n == ns]
+            items = [s for (n, _name), s in sorted(self.secrets.items()) if n == ns]
             return resp(200, {"items": [{"metadata": s["metadata"]} for s in items]})
         secret = self.secrets.get((ns, parts[5]))
         if secret is None:
@@ -137,7 +137,7 @@ class FakeApi:
         if self.list_answer:
             return status(self.list_answer, "secrets is forbidden", "Forbidden")
         assert q["labelSelector"] == "owner=helm"
-        items = [s for _, s in sorted(self.secrets.items())]
+        items = [s for _key, s in sorted(self.secrets.items())]
         start = int(q.get("continue") or 0)
         if start and self.expire_continue:
             self.expire_continue = False
@@ -308,8 +308,8 @@ def test_quotes_comments_and_crlf_line_ends_survive_the_rewrite():
 
 def test_a_document_without_its_own_apiversion_line_is_refused_before_any_write():
     api = FakeApi()
-    api.add("app", "team", 1, "deployed", manifest('{"apiVersion": "%s/v1alpha1", "kind": "CronTab", '
-                                                  '"metadata": {"name": "flow"}}\n' % GROUP))
+    flow = '{"apiVersion": "%s/v1alpha1", "kind": "CronTab", "metadata": {"name": "flow"}}\n' % GROUP
+    api.add("app", "team", 1, "deployed", manifest(flow))
     [rel] = scan_helm_releases(api, CRDS).releases
     with pytest.raises(RefusalError, match="helm-mapkubeapis"):
         rewrite_release(api, rel, STORAGE)

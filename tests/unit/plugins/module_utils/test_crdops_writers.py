@@ -121,8 +121,8 @@ def test_the_last_applied_annotation_and_the_objects_sources_name_the_client_sid
         {"name": "f-1", "namespace": "a", "managedFields": [entry("kustomize-controller", "v1", "2026-12-01T09:00:00Z")],
          "labels": {"kustomize.toolkit.fluxcd.io/name": "apps", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}},
     ]
-    out = find_writers(Server(objects), [crd()], WritersOptions({NAME: ["v1"]}, since="2026-12-01T14:55:00Z",
-                                                                 metrics_window=0))
+    options = WritersOptions({NAME: ["v1"]}, since="2026-12-01T14:55:00Z", metrics_window=0)
+    out = find_writers(Server(objects), [crd()], options)
     (c,) = out.crds
     assert [(w.manager, w.kind, w.sources) for w in c.writers] == [
         ("kubectl-client-side-apply", "declares (client-side apply)", ["Argo CD Application shop"]),
