@@ -263,6 +263,14 @@ options:
     type: bool
     default: false
     version_added: 1.3.0
+  keep_written_since:
+    description:
+      - An RFC 3339 time of the apiserver's clock (the C(server_time) M(crdops.migration.crd_storage_info) returned
+        when the run began). Like O(keep_applier_entries), but for any managedFields entry at a version in
+        O(removed_versions), still served, written at or after it - a controller still writing there - so that the check
+        before the next release sees it whatever the order of the writes.
+    type: str
+    version_added: 1.3.0
   require_record:
     description:
       - Names of CRDs that must end with a valid migration record. Such a CRD without one gets a full pass (and a record)
@@ -702,6 +710,7 @@ OPTIONS = dict(
     force=dict(type="bool", default=False),
     removed_versions=dict(type="list", elements="str"),
     keep_applier_entries=dict(type="bool", default=False),
+    keep_written_since=dict(type="str"),
     require_record=dict(type="list", elements="str", default=[]),
     apiserver_endpoints=dict(type="list", elements="str", default=[]),
     barrier_timeout=dict(type="float", default=60),
@@ -757,7 +766,8 @@ class Migrate(Job):
                                    should_stop=self.heartbeat(),
                                    removed_versions=(tuple(p["removed_versions"])
                                                      if p["removed_versions"] is not None else None),
-                                   keep_declared=p["keep_applier_entries"]),
+                                   keep_declared=p["keep_applier_entries"],
+                                   keep_written_since=p["keep_written_since"]),
             force=p["force"], require_record=tuple(p["require_record"]),
             barrier_timeout=p["barrier_timeout"], barrier_settle=p["barrier_settle"],
             lease_namespace=p["lease_namespace"], lease_wait=p["lease_wait"], stop=self.stop,

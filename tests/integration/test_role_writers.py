@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 
 from tests.clients import FLUX_MANAGER, ApplyLoop, Flux, Kubectl, flux_apply_loop, kubectl_apply_loop
 from tests.controlplane import etcd_reader
-from tests.controlplane.kube import objects_path
+from tests.controlplane.kube import KubeError, objects_path
 from tests.integration.modrun import auth_args, run_module
 from tests.integration.seed import Seeded, crd_at
 from tests.integration.test_client_check import ssa
@@ -32,6 +33,32 @@ KUBECTL_MANAGER = "kubectl"  # what `kubectl apply --server-side` sends as field
 # or its REST mapper finding no such version
 GONE = re.compile(r"NotFound|not found|no matches for kind", re.IGNORECASE)
 WRITTEN = {KUBECTL_MANAGER: ("w-00", "w-01"), FLUX_MANAGER: ("w-02", "w-03")}  # the objects each client applies
+OPERATOR, OPERATED, PERIOD = "widget-ctrl", ("w-04", "w-05"), 20.0  # an old operator's plain updates at v1alpha1
+
+
+class Operator(threading.Thread):
+    """An operator built against v1alpha1: every PERIOD seconds, starting `first` seconds in, a merge patch (an
+    Update, not an apply) of a label on its objects, sent at v1alpha1 under its own field manager; errors (the
+    version gone) are counted, as its reconcile loop would log them."""
+
+    def __init__(self, kube, s: Seeded, first: float):
+        super().__init__(daemon=True)
+        self.kube, self.s, self.first = kube, s, first
+        self.stopped = threading.Event()
+        self.writes, self.errors = 0, 0
+
+    def run(self) -> None:
+        delay, n = self.first, 0
+        while not self.stopped.wait(delay):
+            n, delay = n + 1, PERIOD
+            for name in OPERATED:
+                try:
+                    self.kube.request("PATCH", objects_path(self.s.group, "v1alpha1", self.s.plural, "apps", name),
+                                      {"metadata": {"labels": {"reconciled": str(n)}}},
+                                      "application/merge-patch+json", query={"fieldManager": OPERATOR})
+                    self.writes += 1
+                except KubeError:
+                    self.errors += 1
 
 
 def sized(s: Seeded, names: tuple[str, ...]):
@@ -71,8 +98,12 @@ def test_clients_writing_at_the_removed_version_hold_release_next_back_unless_ac
              # every second like kubectl: a client is named by managedFields only if it writes again between the
              # managedFields pass (which moves its entries to v1beta1, time kept) and the writers scan
              flux_apply_loop(Flux(cluster.kubeconfig, context), sized(s, WRITTEN[FLUX_MANAGER]), 1.0)]
+    # its first write comes 10 s into the role's run, after discover, then one every 20 s: the re-store keeps its
+    # entry at v1alpha1 (written since the run began) for the check, however the writes and the re-store interleave
+    operator = Operator(kube, s, first=10.0)
     for loop in loops:
         loop.start()
+    operator.start()
     try:
         # the preflight is proven elsewhere; the refused run's report is not read
         proc = run_role(cluster, tmp_path / "first", s, release_n, release_next, crd_upgrade_writers_window=2,
@@ -85,7 +116,8 @@ def test_clients_writing_at_the_removed_version_hold_release_next_back_unless_ac
                      "crd_upgrade_accept_broken_clients", "fix: move these sources to v1beta1",
                      *(f"applier {m} (declares at v1alpha1) on 2 objects, last write" for m in WRITTEN),
                      # applied once, before the run: its source still says v1alpha1 as much as the others'
-                     f"applier argocd-controller (declares at v1alpha1) on {COUNT} objects"):
+                     f"applier argocd-controller (declares at v1alpha1) on {COUNT} objects",
+                     f"manager {OPERATOR} (Update at v1alpha1) on {len(OPERATED)} objects"):
             assert text in out, (text, out[-4000:])
         report = json.loads(sorted((tmp_path / "first" / "report").rglob("fleet-report.json"))[0].read_text())
         [held] = [c for c in report["clusters"] if c["cluster"] == "mf-cluster"]
@@ -100,19 +132,21 @@ def test_clients_writing_at_the_removed_version_hold_release_next_back_unless_ac
                                                      fail_on_error=False), check_mode=True)
         assert listed["_rc"] == 0 and listed["ok"] is False and listed["held_back"] == [s.crd_name], listed
         assert sorted((c["manager"], c["objects"], c["seen_in"]) for c in listed["broken_clients"]) == sorted(
-            [(m, 2, "managedFields") for m in WRITTEN] + [("argocd-controller", COUNT, "managedFields")]), \
+            [(m, 2, "managedFields") for m in WRITTEN] + [("argocd-controller", COUNT, "managedFields"),
+                                                          (OPERATOR, len(OPERATED), "managedFields")]), \
             listed["broken_clients"]
         assert listed["writers"]["metrics"] == "not measured: metrics_window is 0"
 
         # accepted by name: the three appliers, and the requests the counters saw
         proc = run_role(cluster, tmp_path / "accepted", s, release_n, release_next, crd_upgrade_writers_window=2,
                         crd_upgrade_preflight=False,
-                        crd_upgrade_accept_broken_clients=[*WRITTEN, "argocd-controller", "requests"])
+                        crd_upgrade_accept_broken_clients=[*WRITTEN, "argocd-controller", OPERATOR, "requests"])
         assert proc.returncode == 0, proc.stdout[-6000:]
         applied = time.time()
         for loop in loops:  # each client's next round: it is broken now
             wait_for_round(loop, applied)
     finally:
+        operator.stopped.set()
         for loop in loops:
             loop.stop()
     for loop in loops:

@@ -30,12 +30,15 @@ still serves are left as they are. They are their applier's declaration that its
 (client_evidence.py): the check before the next release reads them, a rerun reads them again, and they vanish when
 the applier applies at a version that stays. The apiserver converts them while the version is served; the passes
 around the next release's apply translate them (without this flag) once that release is going to be applied.
+``keep_written_since`` (the apiserver time the run began) does the same for any entry at such a version written since:
+a controller still writing there, whose evidence would otherwise be relabelled before the check looks.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, FrozenSet, List, NamedTuple, Optional, Tuple
 
+from .apiservers import parse_time
 from .crd_schema import ANY_NODE
 from .field_mapping import FieldMapping, readable, walk_members
 from .last_applied import LAST_APPLIED, POINTER, LastAppliedFix, applied_version, fix_last_applied
@@ -140,19 +143,26 @@ class ManagedFieldsPolicy:
 
     def __init__(self, group: str, storage_version: Optional[str], conversion_strategy: str = "None",
                  fix_versions: Optional[FrozenSet[str]] = None, mapping_for: Optional[MappingFor] = None,
-                 served: Optional[FrozenSet[str]] = None, keep_declared: bool = False) -> None:
+                 served: Optional[FrozenSet[str]] = None, keep_declared: bool = False,
+                 keep_written_since: Optional[float] = None) -> None:
         self.group = group
         self.keep_declared = keep_declared
+        self.keep_written_since = keep_written_since
         self.storage_version = storage_version or ""
         self.translate = conversion_strategy != "None"
         self.fix_versions = fix_versions
         self.mapping_for = mapping_for
         self.served = served
 
-    def keeps_declaration(self, operation: Any, version: str) -> bool:
-        """An applier's declaration at a version still served, left for the check before the next release."""
-        return (self.keep_declared and operation == "Apply" and self.served is not None
-                and version in self.served)
+    def keeps_declaration(self, entry: Any, version: str) -> bool:
+        """An applier's declaration, or a write since the run began, at a version still served: evidence left for the
+        check before the next release."""
+        if self.served is None or version not in self.served or not isinstance(entry, dict):
+            return False
+        if self.keep_declared and entry.get("operation") == "Apply":
+            return True
+        written = parse_time(entry.get("time"))
+        return self.keep_written_since is not None and written is not None and written >= self.keep_written_since
 
     def fixes(self, version: str) -> bool:
         if self.fix_versions is None:
@@ -196,7 +206,7 @@ class ManagedFieldsPolicy:
         found = applied_version(text, self.group)
         if found is None or found[1] == self.storage_version or not self.fixes(found[1]):
             return None
-        if self.keeps_declaration("Apply", found[1]):  # the client-side applier's declaration, like an Apply entry
+        if self.keeps_declaration({"operation": "Apply"}, found[1]):  # the client-side applier's declaration
             return None
         manifest, version = found
         return fix_last_applied(str(text), manifest, version, self.group, self.storage_version,
@@ -214,8 +224,8 @@ class ManagedFieldsPolicy:
                        str(entry.get("subresource") or ""), version)
         if not self.fixes(version):
             return fix
-        if self.keeps_declaration(entry.get("operation"), version):
-            return fix._replace(note="its applier still declares %s (kept while it is served)" % version)
+        if self.keeps_declaration(entry, version):
+            return fix._replace(note="its client still uses %s (kept while it is served)" % version)
         new_entry = dict(entry, apiVersion="%s/%s" % (self.group, self.storage_version))
         if not self.translate:
             return fix._replace(action=REWRITTEN, entry=new_entry)

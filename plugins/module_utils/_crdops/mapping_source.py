@@ -98,12 +98,13 @@ class MappingSource:
 
 
 def managed_fields_policy(transport: Transport, crd: Crd, removed_versions: Optional[Tuple[str, ...]],
-                          keep_declared: bool = False) -> Tuple[ManagedFieldsPolicy, Optional[MappingSource]]:
+                          keep_declared: bool = False, keep_written_since: Optional[float] = None
+                          ) -> Tuple[ManagedFieldsPolicy, Optional[MappingSource]]:
     """The policy of every pass over ``crd`` in one run (the re-store, its confirming passes, every re-read after a
     failed resourceVersion test); the mapping source (learns on first use) under a webhook conversion."""
     versions = removed_for(crd.name, removed_versions)
     source = MappingSource(transport, crd) if crd.conversion_strategy == "Webhook" and versions is not None else None
     policy = ManagedFieldsPolicy(crd.group, crd.storage_version, crd.conversion_strategy, versions,
                                  source.mapping if source is not None else None, frozenset(crd.served_versions),
-                                 keep_declared)
+                                 keep_declared, keep_written_since)
     return policy, source

@@ -20,6 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
+from .apiservers import parse_time
 from .crd import Crd
 from .errors import (
     BadInputError,
@@ -93,6 +94,8 @@ class RestoreOptions:
     # Apply entries and kubectl's last-applied annotation at a removed version still served are left as they are
     # (managed_fields.py): they tell the check before the next release which appliers still declare that version
     keep_declared: bool = False
+    # and so is any entry at such a version written at or after this apiserver time (RFC 3339: when the run began)
+    keep_written_since: Optional[str] = None
 
     def validate(self) -> None:
         at_least("page_size", self.page_size, 0, strict=True)
@@ -104,6 +107,9 @@ class RestoreOptions:
         at_least("preflight_sample", self.preflight_sample, 0)
         if self.sample_only and not self.check_mode:
             raise BadInputError("sample_only plans from a sample: it needs check mode")
+        if self.keep_written_since is not None and parse_time(self.keep_written_since) is None:
+            raise BadInputError("keep_written_since must be an RFC 3339 time such as 2026-12-01T15:04:05Z, got %r"
+                                % self.keep_written_since)
 
 
 @dataclass
@@ -672,7 +678,8 @@ RunPolicy = Tuple[ManagedFieldsPolicy, Optional[MappingSource]]
 
 def run_policy(transport: Transport, crd: Crd, options: RestoreOptions) -> RunPolicy:
     """The one managedFields policy of a run over ``crd``: every pass and every re-read classify entries with it."""
-    return managed_fields_policy(transport, crd, options.removed_versions, options.keep_declared)
+    return managed_fields_policy(transport, crd, options.removed_versions, options.keep_declared,
+                                 parse_time(options.keep_written_since))
 
 
 def _prepare(transport: Transport, crd: Crd, options: RestoreOptions) -> None:

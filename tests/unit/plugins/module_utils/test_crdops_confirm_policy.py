@@ -63,3 +63,18 @@ def test_without_the_runs_policy_the_old_rule_rewrites_every_other_version():
     confirm_object(c, get_crd(c, NAME), ref)
     assert [(e["manager"], e["apiVersion"]) for e in c.mf(NAME, KEY)] == [
         ("argocd", GROUP + "/v2"), ("ctl", GROUP + "/v2")]
+
+
+def test_a_write_since_the_run_began_at_a_served_removed_version_is_kept_as_evidence():
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.apiservers import parse_time
+    began = parse_time("2026-12-01T15:00:00Z")
+    policy = ManagedFieldsPolicy(GROUP, "v2", "None", frozenset(["v1"]), served=frozenset(["v1", "v2"]),
+                                 keep_declared=True, keep_written_since=began)
+    before = dict(entry("kubectl-create", GROUP + "/v1", "Update"), time="2026-12-01T14:00:00Z")
+    during = dict(entry("widget-ctrl", GROUP + "/v1", "Update", "status"), time="2026-12-01T15:00:20Z")
+    stale = policy.classify([before, during])
+    assert [(f.manager, f.action) for f in stale.fixes] == [("kubectl-create", "rewritten"), ("widget-ctrl", "untouched")]
+    # once the version is gone from the CRD nothing is kept: the apiserver can no longer convert it
+    gone = ManagedFieldsPolicy(GROUP, "v2", "None", frozenset(["v1"]), served=frozenset(["v2"]),
+                               keep_declared=True, keep_written_since=began)
+    assert [f.action for f in gone.classify([before, during]).fixes] == ["rewritten", "rewritten"]
