@@ -111,7 +111,7 @@ def test_bearer_token_credential_and_survey_one_cluster(cluster, kube, group, tm
     assert crd["status"]["storedVersions"] == ["v1beta1"]
 
     stats = awx.stats_artifacts(r)
-    assert stats["crd_upgrade_summary"] == {"clusters": 1, "ok": 1, "planned": 0, "failed": 0, "not_run": 0,
+    assert stats["crd_upgrade_summary"] == {"clusters": 1, "ok": 1, "held_back": 0, "planned": 0, "failed": 0, "not_run": 0,
                                             "objects": 60, "rewritten": 60, "failed_objects": 0, "nothing_to_do": 0,
                                             "to_restore": 0}, stats
     assert stats["crd_upgrade_failed_clusters"] == [] and stats["crd_upgrade_not_run_clusters"] == []
@@ -242,7 +242,8 @@ def test_three_slices_in_parallel_then_one_merged_report(fleet3, tmp_path, monke
     assert r.status == "successful", awx.stdout(r)[-3000:]
     merged = json.loads((shared / "latest" / "fleet-report.json").read_text())
     assert (shared / "latest").resolve().name.endswith("-merged")
-    expect = {"clusters": 3, "ok": 3, "planned": 0, "failed": 0, "not_run": 0, "objects": 63, "rewritten": 63,
+    expect = {"clusters": 3, "ok": 3, "held_back": 0, "planned": 0, "failed": 0, "not_run": 0, "objects": 63,
+              "rewritten": 63,
               "failed_objects": 0, "nothing_to_do": 0, "to_restore": 0}
     assert merged["summary"] == expect and merged["slices"] == ["1", "2", "3"]
     assert [c["cluster"] for c in merged["clusters"]] == ["cluster-a", "cluster-b", "cluster-c"]

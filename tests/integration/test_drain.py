@@ -227,7 +227,9 @@ def test_the_role_at_defaults_drains_then_trims_and_applies_the_next_release(clu
         webhook.holds.open_at("t8.8", at + 8.8)
     watcher = on_flip(kube, s, flipped)
     try:
-        proc = run_role(cluster, tmp_path, s)
+        # the held updates are this test's own client writing at v1alpha1 during the run: the role names it as a
+        # client of the version N+1 removes and would hold N+1 back; accepted, as what is tested here is the drain
+        proc = run_role(cluster, tmp_path, s, crd_upgrade_accept_broken_clients=True)
     finally:
         watcher.join(timeout=1)
         updates.finish(webhook.holds)

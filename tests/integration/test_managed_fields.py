@@ -131,7 +131,7 @@ def test_restore_rewrites_managed_fields_and_clients_keep_working(cluster, kube,
 
 
 def test_recorded_crd_with_stale_entries_gets_a_managed_fields_only_pass(cluster, kube, group):
-    """A CRD migrated by an older version (plain `{}` re-store, record written) is skipped, but its stale
+    """A CRD re-stored with a plain `{}` (before managedFields were fixed) and recorded is skipped, but its stale
     managedFields entries are still fixed, and only the objects carrying them are written."""
     s = seed_applied(kube, group)
     for ns, name in names():
@@ -143,7 +143,8 @@ def test_recorded_crd_with_stale_entries_gets_a_managed_fields_only_pass(cluster
                      "application/json-patch+json")
     crd = kube.get_crd(s.crd_name)
     old_record = {"storageVersion": "v1beta1", "generation": crd["metadata"]["generation"], "startedAt": "x",
-                  "completedAt": "y", "listed": COUNT, "rewritten": COUNT, "unchanged": 0, "gone": 0, "failed": 0}
+                  "completedAt": "y", "listed": COUNT, "rewritten": COUNT, "unchanged": 0, "gone": 0, "failed": 0,
+                  "crdUid": crd["metadata"]["uid"]}
     kube.merge_patch(kube.crd_path(s.crd_name), {"metadata": {"annotations": {
         "migration.crdops.io/storage-migration": json.dumps(old_record)}}})
 

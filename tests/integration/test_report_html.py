@@ -57,5 +57,6 @@ def test_merged_report_renders_in_chromium(tmp_path):
     dom = dump_dom(run / "fleet-report.html")
     assert "<script>alert" not in dom   # the error text is escaped, never markup
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", dom))
-    assert "3 clusters: 1 done, 1 failed, 1 waiting; 130 objects, 127 re-stored, 3 failed" in text, text
+    assert "3 clusters: 1 done, 0 release N+1 held back, 1 failed, 1 waiting; 130 objects, 127 re-stored, 3 failed" \
+        in text, text
     assert re.search(r"report generated \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00\.", text), text

@@ -89,6 +89,15 @@ def test_clients_writing_at_the_removed_version_hold_release_next_back_unless_ac
     kube.ensure_namespace("apps")
     for i in range(COUNT):
         ssa(kube, s, "v1alpha1", "apps", f"w-{i:02d}", "argocd-controller", {"color": "blue"})
+    # Argo CD in sync: its last apply an hour before the run (the apiserver keeps the time a client sends in
+    # managedFields; only the entry's time is set back, as an application synced an hour ago would have it)
+    an_hour_ago = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600))
+    for i in range(COUNT):
+        path = objects_path(s.group, "v1alpha1", s.plural, "apps", f"w-{i:02d}")
+        entries = kube.get(path)["metadata"]["managedFields"]
+        kube.request("PATCH", path, [{"op": "replace", "path": "/metadata/managedFields",
+                                      "value": [dict(e, time=an_hour_ago) for e in entries]}],
+                     "application/json-patch+json")
     release_n, release_next = crd_at(s, "v1beta1"), crd_at(s, "v1beta1", ("v1beta1",))
     for sub in ("first", "accepted"):
         (tmp_path / sub).mkdir()
@@ -116,7 +125,7 @@ def test_clients_writing_at_the_removed_version_hold_release_next_back_unless_ac
                      "crd_upgrade_accept_broken_clients", "fix: move these sources to v1beta1",
                      *(f"applier {m} (declares at v1alpha1) on 2 objects, last write" for m in WRITTEN),
                      # applied once, before the run: its source still says v1alpha1 as much as the others'
-                     f"applier argocd-controller (declares at v1alpha1) on {COUNT} objects",
+                     f"applier argocd-controller (declares at v1alpha1) on {COUNT} objects, last write {an_hour_ago}",
                      f"manager {OPERATOR} (Update at v1alpha1) on {len(OPERATED)} objects"):
             assert text in out, (text, out[-4000:])
         report = json.loads(sorted((tmp_path / "first" / "report").rglob("fleet-report.json"))[0].read_text())
