@@ -89,15 +89,17 @@ def test_clients_writing_at_the_removed_version_hold_release_next_back_unless_ac
     kube.ensure_namespace("apps")
     for i in range(COUNT):
         ssa(kube, s, "v1alpha1", "apps", f"w-{i:02d}", "argocd-controller", {"color": "blue"})
-    # Argo CD in sync: its last apply an hour before the run (the apiserver keeps the time a client sends in
-    # managedFields; only the entry's time is set back, as an application synced an hour ago would have it)
+    # Argo CD in sync: its last apply an hour before the run. The apiserver keeps the times a client sends in
+    # managedFields when the same write changes something else (a write that changes only times is dropped as a
+    # no-op), so the entries are set back together with a label, as a one-time edit by another manager
     an_hour_ago = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600))
     for i in range(COUNT):
         path = objects_path(s.group, "v1alpha1", s.plural, "apps", f"w-{i:02d}")
         entries = kube.get(path)["metadata"]["managedFields"]
         kube.request("PATCH", path, [{"op": "replace", "path": "/metadata/managedFields",
-                                      "value": [dict(e, time=an_hour_ago) for e in entries]}],
-                     "application/json-patch+json")
+                                      "value": [dict(e, time=an_hour_ago) for e in entries]},
+                                     {"op": "add", "path": "/metadata/labels", "value": {"synced": "earlier"}}],
+                     "application/json-patch+json", query={"fieldManager": "labeller"})
     release_n, release_next = crd_at(s, "v1beta1"), crd_at(s, "v1beta1", ("v1beta1",))
     for sub in ("first", "accepted"):
         (tmp_path / sub).mkdir()
