@@ -64,7 +64,11 @@ class FreshMachine:
         env.update(HOME=str(self.home), PATH=f"{self.venv / 'bin'}:/usr/local/bin:/usr/bin:/bin",
                    VIRTUAL_ENV=str(self.venv), PIP_NO_INDEX="1", PIP_FIND_LINKS=str(self.wheel_folder),
                    PIP_NO_COMPILE="0", PIP_DISABLE_PIP_VERSION_CHECK="1", ANSIBLE_NOCOLOR="1",
-                   ANSIBLE_FORCE_COLOR="0")
+                   ANSIBLE_FORCE_COLOR="0",
+                   # a module task on the local connection makes its temp folder under `~<remote user>/.ansible/tmp`,
+                   # which ansible expands from the passwd entry, not from HOME: without this, the same uid's real home
+                   # gets ~/.ansible (the report's file tasks); a new user's would be their own HOME, as set here
+                   ANSIBLE_REMOTE_TEMP=str(self.home / ".ansible" / "tmp"))
         return env
 
     def sh(self, command: str, cwd: Path) -> subprocess.CompletedProcess:
