@@ -83,11 +83,16 @@ def _split(api_version: Any) -> Tuple[str, str]:
     return group, version
 
 
+def _at_removed(entry: Mapping[str, Any], group: str, removed: List[str]) -> bool:
+    grp, version = _split(entry.get("apiVersion"))
+    return grp == group and version in removed
+
+
 def entry_evidence(entry: Mapping[str, Any], group: str, removed: List[str], since: float) -> Optional[Evidence]:
     """The evidence of one managedFields entry; None for an entry at a version that stays, or a leftover."""
-    grp, version = _split(entry.get("apiVersion"))
-    if grp != group or version not in removed:
+    if not _at_removed(entry, group, removed):
         return None
+    version = _split(entry.get("apiVersion"))[1]
     written = parse_time(entry.get("time")) or 0.0
     operation = str(entry.get("operation") or "")
     if operation == "Apply":
@@ -125,7 +130,9 @@ def object_evidence(meta: Mapping[str, Any], group: str, removed: List[str], sin
         yield annotation
 
 
-def is_leftover(entry: Mapping[str, Any], group: str, removed: List[str]) -> bool:
-    """An Update entry at a removed version that is not evidence: a one-time write the managedFields passes fix."""
-    grp, version = _split(entry.get("apiVersion"))
-    return grp == group and version in removed and entry.get("operation") != "Apply"
+def leftovers(meta: Mapping[str, Any], group: str, removed: List[str], since: float) -> int:
+    """The object's Update entries at a removed version that are not evidence (written before ``since``): one-time
+    writes the managedFields passes fix."""
+    return sum(1 for entry in meta.get("managedFields") or ()
+               if isinstance(entry, dict) and entry.get("operation") != "Apply" and _at_removed(entry, group, removed)
+               and entry_evidence(entry, group, removed, since) is None)

@@ -37,15 +37,6 @@ class HelmMoves:
                 "rewritten": list(self.rewritten), "left": list(self.left)}
 
 
-def _declared_versions(doc: Mapping[str, Any]) -> List[str]:
-    return [str(v.get("name")) for v in (doc.get("spec") or {}).get("versions") or [] if isinstance(v, dict)]
-
-
-def _storage_of(doc: Mapping[str, Any]) -> Optional[str]:
-    return next((str(v.get("name")) for v in (doc.get("spec") or {}).get("versions") or []
-                 if isinstance(v, dict) and v.get("storage")), None)
-
-
 def _live(transport: Transport, name: str) -> Optional[Crd]:
     try:
         return get_crd(transport, name)
@@ -57,12 +48,12 @@ def removals(transport: Transport, docs: Sequence[Mapping[str, Any]]) -> Dict[st
     """CRD name -> (live CRD, versions the release removes, its storage version) for CRDs losing a version."""
     out: Dict[str, Any] = {}
     for doc in docs:
-        name = str((doc.get("metadata") or {}).get("name") or "")
-        live = _live(transport, name)
-        storage = _storage_of(doc)
-        gone = [v.name for v in live.versions if v.name not in _declared_versions(doc)] if live else []
-        if live is not None and gone and storage:
-            out[name] = (live, gone, storage)
+        release = Crd.from_api(dict(doc))  # the manifest read as a CRD: its versions and storage version
+        live = _live(transport, release.name)
+        declared = [v.name for v in release.versions]
+        gone = [v.name for v in live.versions if v.name not in declared] if live else []
+        if live is not None and gone and release.storage_version:
+            out[release.name] = (live, gone, release.storage_version)
     return out
 
 

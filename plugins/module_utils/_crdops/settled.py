@@ -105,9 +105,10 @@ def crd_blockers(crd: Crd) -> List[str]:
         out.append("%s: the migration record has no proof (no etcd scan, no confirming pass)" % crd.name)
     if CHECKPOINT_ANNOTATION in crd.annotations:
         out.append("%s: a resume checkpoint is left (an unfinished pass)" % crd.name)
-    if repair_in_progress(crd):
+    added_back = repair_in_progress(crd)
+    if added_back:
         out.append("%s: a repair added %s back and has not removed it again (an unfinished repair)"
-                   % (crd.name, ", ".join(repair_in_progress(crd))))
+                   % (crd.name, ", ".join(added_back)))
     return out
 
 

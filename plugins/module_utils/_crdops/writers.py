@@ -32,7 +32,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 from .apiservers import discover_topology, parse_time, server_now
 from .client_check import metadata_pages
 from .client_evidence import (
-    DECLARES_CLIENT_SIDE, DECLARES_HELM, WRITES, Evidence, Source, is_leftover, object_evidence, sources_of)
+    DECLARES_CLIENT_SIDE, DECLARES_HELM, WRITES, Evidence, Source, leftovers, object_evidence, sources_of)
 from .crd import Crd
 from .errors import BadInputError, CrdOpsError, at_least
 from .helm_releases import HelmRelease, HelmScan, scan_helm_releases
@@ -216,11 +216,7 @@ class CrdWriters:
         sources = sources_of(meta) if found else []
         for evidence in found:
             self._writer(evidence).record(key, evidence.written, sources)
-        credited = set((e.manager, e.version) for e in found if e.kind == WRITES)
-        for entry in meta.get("managedFields") or ():
-            if (isinstance(entry, dict) and is_leftover(entry, self.group, self.removed_versions)
-                    and (entry.get("manager"), entry["apiVersion"].rpartition("/")[2]) not in credited):
-                self.older_entries += 1
+        self.older_entries += leftovers(meta, self.group, self.removed_versions, since)
 
     def add_helm(self, release: HelmRelease) -> None:
         """A Helm release whose stored manifest declares objects of this CRD at a removed version."""
