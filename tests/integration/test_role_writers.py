@@ -37,18 +37,25 @@ OPERATOR, OPERATED, PERIOD = "widget-ctrl", ("w-04", "w-05"), 20.0  # an old ope
 
 
 class Operator(threading.Thread):
-    """An operator built against v1alpha1: every PERIOD seconds, starting `first` seconds in, a merge patch (an
-    Update, not an apply) of a label on its objects, sent at v1alpha1 under its own field manager; errors (the
-    version gone) are counted, as its reconcile loop would log them."""
+    """An operator built against v1alpha1: from the moment release N is seen on the CRD (storage v1beta1, so after
+    the role's discover, whatever the machine's load), every PERIOD seconds a merge patch (an Update, not an apply)
+    of a label on its objects, sent at v1alpha1 under its own field manager; errors (the version gone) are counted,
+    as its reconcile loop would log them."""
 
-    def __init__(self, kube, s: Seeded, first: float):
+    def __init__(self, kube, s: Seeded):
         super().__init__(daemon=True)
-        self.kube, self.s, self.first = kube, s, first
+        self.kube, self.s = kube, s
         self.stopped = threading.Event()
         self.writes, self.errors = 0, 0
 
+    def release_n_applied(self) -> bool:
+        versions = self.kube.get_crd(self.s.crd_name)["spec"]["versions"]
+        return any(v["name"] == "v1beta1" and v.get("storage") for v in versions)
+
     def run(self) -> None:
-        delay, n = self.first, 0
+        while not self.stopped.wait(0.2) and not self.release_n_applied():
+            pass
+        delay, n = 0.0, 0
         while not self.stopped.wait(delay):
             n, delay = n + 1, PERIOD
             for name in OPERATED:
@@ -109,9 +116,10 @@ def test_clients_writing_at_the_removed_version_hold_release_next_back_unless_ac
              # every second like kubectl: a client is named by managedFields only if it writes again between the
              # managedFields pass (which moves its entries to v1beta1, time kept) and the writers scan
              flux_apply_loop(Flux(cluster.kubeconfig, context), sized(s, WRITTEN[FLUX_MANAGER]), 1.0)]
-    # its first write comes 10 s into the role's run, after discover, then one every 20 s: the re-store keeps its
-    # entry at v1alpha1 (written since the run began) for the check, however the writes and the re-store interleave
-    operator = Operator(kube, s, first=10.0)
+    # its first write comes when the role applies release N (after discover), then one every 20 s: the re-store
+    # keeps its entry at v1alpha1 (written since discover) for the check, however the writes and the re-store
+    # interleave. A write before discover would be a leftover the re-store translates, as for any older entry
+    operator = Operator(kube, s)
     for loop in loops:
         loop.start()
     operator.start()
