@@ -28,7 +28,17 @@ OLD_FIELD, NEW_FIELD = "size", "replicas"
 #   is refilled with "Legacy" (as Cluster API v1beta2 moves status.conditions and refills it)
 # - a renamed list-map key: spec.ports items keyed by `name` -> keyed by `portName`
 # - a field split in two: spec.endpoint "host:port" -> spec.host + spec.port
+# - a field renamed inside an atomic struct (x-kubernetes-map-type: atomic, only in widget_schemas(atomic_tls=True)):
+#   spec.tls.secret -> spec.tls.secretName, spec.tls.issuer kept
 NEW_MODE = "Legacy"
+TLS_RENAMES = (("secret", "secretName"),)
+
+
+def _rename_keys(value: object, renames: tuple[tuple[str, str], ...]) -> object:
+    if not isinstance(value, dict):
+        return value
+    table = dict(renames)
+    return {table.get(k, k): v for k, v in value.items()}
 
 
 def _up(spec: dict) -> None:
@@ -47,6 +57,8 @@ def _up(spec: dict) -> None:
         spec["host"] = host
         if sep:
             spec["port"] = port
+    if "tls" in spec:
+        spec["tls"] = _rename_keys(spec["tls"], TLS_RENAMES)
 
 
 def _down(spec: dict) -> None:
@@ -65,6 +77,8 @@ def _down(spec: dict) -> None:
     if "host" in spec:
         host, port = spec.pop("host"), spec.pop("port", None)
         spec["endpoint"] = f"{host}:{port}" if port is not None else host
+    if "tls" in spec:
+        spec["tls"] = _rename_keys(spec["tls"], tuple((new, old) for old, new in TLS_RENAMES))
 
 
 def convert_object(obj: dict, desired: str) -> dict:
@@ -87,8 +101,9 @@ def _obj(**props) -> dict:
 STR, INT = {"type": "string"}, {"type": "integer"}
 
 
-def widget_schemas() -> dict[str, dict]:
-    """openAPIV3Schema of v1alpha1 and v1beta1 for the conversion above (structural, with a list-map)."""
+def widget_schemas(atomic_tls: bool = False) -> dict[str, dict]:
+    """openAPIV3Schema of v1alpha1 and v1beta1 for the conversion above (structural, with a list-map); with
+    ``atomic_tls`` also the atomic struct spec.tls whose inner field the conversion renames."""
     def ports(key: str) -> dict:
         return {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": [key],
                 "items": {**_obj(**{key: STR, "number": INT}), "required": [key]}}
@@ -96,6 +111,9 @@ def widget_schemas() -> dict[str, dict]:
                labels={"type": "object", "additionalProperties": STR})
     new = _obj(replicas=INT, color=STR, zones=_obj(primary=STR, backup=STR), mode=STR, legacyMode=STR, host=STR,
                port=STR, ports=ports("portName"), labels={"type": "object", "additionalProperties": STR})
+    if atomic_tls:
+        old["properties"]["tls"] = {**_obj(secret=STR, issuer=STR), "x-kubernetes-map-type": "atomic"}
+        new["properties"]["tls"] = {**_obj(secretName=STR, issuer=STR), "x-kubernetes-map-type": "atomic"}
     return {v: _obj(apiVersion=STR, kind=STR, metadata={"type": "object"}, spec=spec)
             for v, spec in (("v1alpha1", old), ("v1beta1", new))}
 

@@ -81,3 +81,23 @@ def version_schema(crd_obj: Mapping[str, Any], version: str) -> Optional[Node]:
         if isinstance(v, Mapping) and v.get("name") == version:
             return parse_schema((v.get("schema") or {}).get("openAPIV3Schema"))
     return None
+
+
+def opened(node: Node) -> Node:
+    """``node`` with every atomic struct and map opened (tracked per field or key); lists stay as they are.
+
+    kubectl's client-side apply diffs custom resources with a JSON merge patch, which goes into maps key by key
+    whatever the schema says and replaces lists whole: its last-applied annotation needs the names inside an atomic
+    struct, not those inside an atomic list."""
+    if node.kind in (SCALAR, ANY):
+        return node  # kept as the same object: ANY_NODE is told apart by identity
+    return Node(node.kind, dict((k, opened(v)) for k, v in node.props.items()),
+                opened(node.item) if node.item is not None else None, node.list_type, node.keys, node.scalar,
+                node.fmt, node.enum, node.atomic and node.kind == LIST)
+
+
+def has_atomic_maps(node: Node) -> bool:
+    """Whether an atomic struct or map lies anywhere in ``node``."""
+    if node.kind in (STRUCT, MAP) and node.atomic:
+        return True
+    return any(has_atomic_maps(n) for n in list(node.props.values()) + ([node.item] if node.item else []))

@@ -58,11 +58,14 @@ class Translation(NamedTuple):
 
 class FieldMapping:
     """The rules from ``from_version`` to ``to_version``, and how they were learnt (``method``, ``note``).
-    ``learn_more`` (optional) is asked once per entry for paths under schema-less subtrees not seen yet."""
+    ``learn_more`` (optional) is asked once per entry for paths under schema-less subtrees not seen yet.
+    ``learn_inside`` (optional) learns, the first time ``inside_atomic`` is asked, the mapping with atomic structs
+    and maps opened (crd_schema.opened)."""
 
     def __init__(self, from_version: str, to_version: str, schema: Node, method: str,
                  rules: Optional[Dict[Path, Optional[Template]]] = None, note: str = "",
-                 learn_more: Optional[Callable[[Mapping[str, Any]], Dict[Path, Optional[Template]]]] = None) -> None:
+                 learn_more: Optional[Callable[[Mapping[str, Any]], Dict[Path, Optional[Template]]]] = None,
+                 learn_inside: Optional[Callable[[], FieldMapping]] = None) -> None:
         self.from_version = from_version
         self.to_version = to_version
         self.schema = schema
@@ -72,6 +75,21 @@ class FieldMapping:
         self.learn_more = learn_more
         self.lock = threading.Lock()  # shared by the pass's workers: rules learnt later, struct rules derived
         self.derived: Dict[Path, Optional[Template]] = {}
+        self.learn_inside = learn_inside
+        self.inside: Optional[FieldMapping] = None
+        self.inside_lock = threading.Lock()  # not ``lock``: a review must not hold up the entries' translation
+
+    def inside_atomic(self) -> FieldMapping:
+        """The mapping that also maps the fields inside atomic structs and maps, for kubectl's last-applied
+        annotation (server-side apply owns such a value whole, kubectl's merge patch goes into it). Itself when
+        there is nothing to open, or when its rules map an atomic value only where it is found unchanged (the best
+        effort: its inside keeps its names)."""
+        if self.learn_inside is None:
+            return self
+        with self.inside_lock:
+            if self.inside is None:
+                self.inside = self.learn_inside()
+            return self.inside
 
     def summary(self) -> Dict[str, Any]:
         unmapped = sorted(readable_abstract(p) for p, t in self.rules.items() if t is None)

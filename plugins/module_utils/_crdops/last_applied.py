@@ -16,8 +16,12 @@ the target release removes, in the same guarded write as its managedFields:
   mapping the managedFields entries are translated with, so the annotation never names a field the user did
   not declare (a ConversionReview of the annotation could add defaults or a converter's own annotations, which
   kubectl would then delete from the object). A value whose path does not map is left out and named.
-- Values are kept as applied: a mapped value lands whole. The inside of an atomic value the conversion renames
-  keeps its old names; kubectl replaces atomic values whole, so its pruning does not look inside them.
+- Values are kept as applied: a mapped value lands whole, except inside an atomic struct or map. kubectl's merge
+  patch goes into maps key by key whatever ``x-kubernetes-map-type`` says, so a field left with its old name there
+  would never be pruned. So each field inside one is a value of its own, mapped through the mapping learnt with
+  atomic structs and maps opened (``FieldMapping.inside_atomic``); one that does not map is left out and named,
+  never kept under its old name. An atomic list still lands whole with its old inner names: kubectl replaces a
+  list whole, so its pruning does not look inside it.
 - The write is sent under the field manager that owns the annotation, so its ``Update`` entry keeps it (a write
   under another name would move the annotation's ownership to that name). An annotation owned by no entry, by
   several, or by an ``Apply`` entry is left as it is and reported.
@@ -120,7 +124,9 @@ def _item(items: List[Any], wanted: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def translate_manifest(manifest: Mapping[str, Any], mapping: FieldMapping) -> Tuple[Dict[str, Any], Tuple[str, ...]]:
-    """The manifest with each value at its mapped path, and the readable paths left out."""
+    """The manifest with each value at its mapped path, and the readable paths left out. The fields inside an
+    atomic struct or map are values of their own here: kubectl's merge patch compares them one by one."""
+    mapping = mapping.inside_atomic()
     values = dict(manifest_leaves(manifest, mapping.schema if mapping.schema.kind == STRUCT else ANY_NODE))
     out: Dict[str, Any] = dict((k, manifest[k]) for k in SKIPPED_ROOT_FIELDS if k in manifest)
     dropped = []

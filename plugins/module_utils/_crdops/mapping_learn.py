@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
-from .crd_schema import ANY, LIST, LIST_MAP, LIST_SET, MAP, SCALAR, STRUCT, Node
+from .crd_schema import ANY, LIST, LIST_MAP, LIST_SET, MAP, SCALAR, STRUCT, Node, has_atomic_maps, opened
 from .field_mapping import EXACT, FieldMapping, Template, canon
 from .errors import ConversionWebhookError
 from .made_up import OMITTED, SKIPPED_ROOT_FIELDS, STYLES, MadeUp, Path, made_up, plain_strings
@@ -253,4 +253,24 @@ def learn_exact(review: ReviewFn, old_schema: Node, new_schema: Node, from_versi
             failed.append(str(exc))
             return {}
 
-    return FieldMapping(from_version, to_version, old_schema, EXACT, learn(None), note, learn_more)
+    mapping = FieldMapping(from_version, to_version, old_schema, EXACT, learn(None), note, learn_more)
+    if has_atomic_maps(old_schema) or has_atomic_maps(new_schema):
+        mapping.learn_inside = _inside_learner(review, mapping, new_schema)
+    return mapping
+
+
+def _inside_learner(review: ReviewFn, mapping: FieldMapping, new_schema: Node) -> Callable[[], FieldMapping]:
+    """How to learn ``mapping`` again with atomic structs and maps opened, so that the fields inside them map one by
+    one (kubectl's last-applied annotation needs their new names). Asked only when an annotation is translated."""
+
+    def learn() -> FieldMapping:
+        inside = opened(mapping.schema)
+        try:
+            return learn_exact(review, inside, opened(new_schema), mapping.from_version, mapping.to_version,
+                               mapping.note)
+        except Exception:  # the webhook failed this time: the inner fields get no rule, so they are named, not kept
+            with mapping.lock:
+                rules = dict(mapping.rules)
+            return FieldMapping(mapping.from_version, mapping.to_version, inside, EXACT, rules, mapping.note,
+                                mapping.learn_more)
+    return learn

@@ -2,12 +2,14 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """kubectl's last-applied annotation rewritten into the storage version's names, through the test webhook's
-conversion (tests/controlplane/webhook.py): a rename, fields that move, a renamed list-map key, a split field."""
+conversion (tests/controlplane/webhook.py): a rename, fields that move, a renamed list-map key, a split field, a
+field renamed inside an atomic struct."""
 from __future__ import annotations
 
 import json
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd_schema import parse_schema
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import ConversionWebhookError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.last_applied import (
     LAST_APPLIED, POINTER, annotation_owner, manifest_leaves, place, translate_manifest)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.managed_fields import (
@@ -111,3 +113,64 @@ def test_a_value_of_another_shape_on_the_way_is_not_put_and_counts_as_left_out()
     assert place(root, ("f:spec", "f:ports", 'k:{"portName":"a"}', "f:portName"), "a")
     assert place(root, ("f:spec", "f:tags", 'v:"x"'), "x") and place(root, ("f:spec", "f:tags", 'v:"x"'), "x")
     assert root == {"spec": {"zones": "flat", "ports": [{"portName": "a", "number": 1}], "tags": ["x"]}}
+
+
+# spec.tls is an atomic struct (x-kubernetes-map-type: atomic) whose field `secret` the webhook renames `secretName`
+TLS_OLD, TLS_NEW = (parse_schema(widget_schemas(atomic_tls=True)[v]) for v in ("v1alpha1", "v1beta1"))
+TLS_APPLIED = dict(APPLIED, spec=dict(APPLIED["spec"], tls={"secret": "web-tls", "issuer": "ca"}))
+
+
+def test_the_inside_of_an_atomic_struct_the_conversion_renames_takes_the_new_names():
+    """kubectl's JSON merge patch looks inside an atomic struct: the annotation must name `secretName`, or a later
+    apply that leaves it out would not prune it."""
+    mapping = learn_exact(webhook, TLS_OLD, TLS_NEW, "v1alpha1", "v1beta1")
+    new, dropped = translate_manifest(TLS_APPLIED, mapping)
+    assert new["spec"]["tls"] == {"secretName": "web-tls", "issuer": "ca"}
+    assert new["spec"]["zones"] == {"primary": "eu-1", "backup": "eu-1"} and dropped == (".spec.endpoint",)
+    # server-side apply still owns the atomic struct whole: the managedFields rule is unchanged
+    assert mapping.translate({"f:spec": {"f:tls": {}}}).fields == {"f:spec": {"f:tls": {}}}
+
+
+def _tls_joined(objs):
+    """A conversion that joins the inside of spec.tls into one string: no inner field maps."""
+    out = webhook(objs)
+    for obj in out:
+        tls = obj.get("spec", {}).get("tls")
+        if isinstance(tls, dict):
+            obj["spec"]["tls"] = {"secretName": "%s/%s" % (tls.get("secretName"), tls.get("issuer"))}
+    return out
+
+
+def test_an_atomic_struct_whose_inside_does_not_map_is_left_out_and_named_not_kept_with_its_old_names():
+    new, dropped = translate_manifest(TLS_APPLIED, learn_exact(_tls_joined, TLS_OLD, TLS_NEW, "v1alpha1", "v1beta1"))
+    assert "tls" not in new["spec"]
+    assert set(dropped) == {".spec.endpoint", ".spec.tls.issuer", ".spec.tls.secret"}
+
+
+def test_when_the_inside_of_atomic_structs_cannot_be_learnt_their_inner_fields_are_named_not_kept():
+    calls = []
+
+    def first_review_only(objs):
+        calls.append(1)
+        if len(calls) > 1:
+            raise ConversionWebhookError("webhook gone")
+        return webhook(objs)
+
+    mapping = learn_exact(first_review_only, TLS_OLD, TLS_NEW, "v1alpha1", "v1beta1")
+    new, dropped = translate_manifest(TLS_APPLIED, mapping)
+    assert "tls" not in new["spec"] and {".spec.tls.issuer", ".spec.tls.secret"} <= set(dropped)
+    assert new["spec"]["replicas"] == 1  # the rest is still translated
+    empty = dict(APPLIED, spec={"size": 2, "tls": {}})  # an empty atomic struct has no inner names: it lands whole
+    assert translate_manifest(empty, mapping) == (dict(empty, spec={"replicas": 2, "tls": {}}), ())
+
+
+def test_an_atomic_list_is_still_kept_whole():
+    """kubectl's merge patch replaces a list whole, so old inner names in it do no harm (and nothing else maps it)."""
+    schemas = widget_schemas(atomic_tls=True)
+    for v, inner in (("v1alpha1", "name"), ("v1beta1", "portName")):
+        schemas[v]["properties"]["spec"]["properties"]["ports"] = {
+            "type": "array", "items": {"type": "object", "properties": {inner: {"type": "string"}}}}
+    old, new_schema = parse_schema(schemas["v1alpha1"]), parse_schema(schemas["v1beta1"])
+    mapping = learn_exact(webhook, old, new_schema, "v1alpha1", "v1beta1")
+    new, _dropped = translate_manifest(dict(APPLIED, spec={"ports": [{"name": "http"}]}), mapping)
+    assert new["spec"] == {"ports": [{"name": "http"}]}
