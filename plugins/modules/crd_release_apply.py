@@ -109,6 +109,17 @@ crds:
     changes: {description: "Paths that changed (for example C(.spec.versions)), at most six.", type: list, elements: str, returned: always}
     error: {description: "The apiserver's message when it refused the apply (null otherwise).", type: str, returned: always}
     established: {description: "C(true) once waited for; null when not waited for (check mode, O(wait=false), refused).", type: bool, returned: always}
+    record:
+      description:
+        - An apply that changes the spec moves the CRD's generation on. Its migration record (written by
+          M(crdops.migration.crd_storage_migrate)) then names the new generation - C(carried to generation <n>) -
+          when it was valid just before the apply, the apply moved the generation by one (no other writer's spec
+          change in between), and the storage version, C(status.storedVersions) (the storage version alone) and the
+          record are still as they were; else why not. A record of another generation proves nothing to
+          M(crdops.migration.crd_storage_info)'s O(crdops.migration.crd_storage_info#module:nothing_to_do).
+        - Null in check mode, for a CRD created or unchanged, or with no valid record to carry.
+      type: str
+      returned: always
 refused:
   description: "C(<CRD>: <the apiserver's message>) per refused apply."
   returned: always

@@ -93,6 +93,16 @@ crds:
     attempts: {description: Reads of the CRD (more than one when someone else wrote it in between)., type: int, returned: always}
     resource_version_before: {description: C(metadata.resourceVersion) of the CRD read last., type: str, returned: always}
     resource_version_after: {description: C(metadata.resourceVersion) after the patch (unchanged when none)., type: str, returned: always}
+    record:
+      description:
+        - A removal under C(spec) moves the CRD's generation on. Its migration record (written by
+          M(crdops.migration.crd_storage_migrate)) then names the new generation - C(carried to generation <n>) -
+          when it was valid just before, the patch moved the generation by one, and the storage version,
+          C(status.storedVersions) (the storage version alone) and the record are still as they were; else why not.
+        - Null when nothing was removed or there was no valid record to carry.
+      type: str
+      returned: always
+      version_added: 1.2.0
 messages:
   description: One line per CRD saying what was removed, or that nothing was left over.
   returned: always

@@ -80,9 +80,11 @@ options:
         them on this cluster (RV(nothing_to_do)), so a rerun on a cluster that is done can skip every phase. Read-only.
         Independent of which CRDs are reported in RV(crds) (V(all) included). Empty - not decided.
       - Nothing to do means, for every CRD named - it exists, C(status.storedVersions) is the storage version alone, a
-        migration record at that storage version with a proof and no failure (stale only by generation, which
-        applying release N+1 bumps), no resume checkpoint; every object lists at the storage version and no
-        C(managedFields) entry names a version the CRD does not serve (kubernetes#111937). And for the releases -
+        migration record of this CRD at that storage version and generation with a proof and no failure (a record
+        written before records named their CRD may be stale by generation), no resume checkpoint, no unfinished
+        repair; its pass Lease (in O(lease_namespace)) is not held by a run that still renews it; every apiserver of
+        O(apiserver_endpoints) serves the CRD at its storage version; every object lists at the storage version and
+        no C(managedFields) entry names a version the CRD does not serve (kubernetes#111937). And for the releases -
         every CRD of O(release_manifests) is in O(target_manifests); each O(target_manifests) CRD exists and the
         apiserver answers its forced server-side apply as O(field_manager), sent with C(dryRun=All), with the live
         CRD unchanged; nothing O(release_manifests) (else O(installed_manifests)) declared and O(target_manifests)
@@ -133,6 +135,26 @@ options:
       - With O(nothing_to_do), objects per C(LIST) page when every object's metadata is read.
     type: int
     default: 500
+    version_added: 1.2.0
+  lease_namespace:
+    description:
+      - With O(nothing_to_do), the namespace of the pass Leases C(crdops-pass-<crd>)
+        (O(crdops.migration.crd_storage_migrate#module:lease_namespace)). A Lease whose holder still renews it means
+        another run is writing that CRD now, which is something left. Needs C(get) on C(leases.coordination.k8s.io)
+        there; without it the verdict says it could not check.
+    type: str
+    default: default
+    version_added: 1.2.0
+  apiserver_endpoints:
+    description:
+      - With O(nothing_to_do), every apiserver of an HA control plane as C(https://host:port) URLs, reached with the
+        same credentials (the re-store's O(crdops.migration.crd_storage_migrate#module:apiserver_endpoints)). Each is
+        asked in its discovery document whether it serves each CRD named at its storage version and stores there
+        (C(storageVersionHash)); one that does not, or cannot be asked, is something left.
+      - Empty - not checked (the kubeconfig URL may be a load balancer that answers for any member).
+    type: list
+    elements: str
+    default: []
     version_added: 1.2.0
 seealso:
   - module: kubernetes.core.k8s_info
@@ -349,13 +371,14 @@ skipped_documents:
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import (
     ETCD_ARG_SPEC, Job, argument_spec, run_module)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.apiservers import check_endpoint_urls
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import EtcdSampler
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.info import InfoOptions, describe_crd
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests import read_manifests
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.plan import targets_of
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.release_in_effect import releases_in_effect
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.settled import Releases, decide
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.settled import Peers, Releases, decide
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.storage_diff import storage_diff_of
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.writers import iso, server_clock
 
@@ -370,6 +393,8 @@ OPTIONS = dict(
     installed_manifests=dict(type="list", elements="raw", default=[]),
     field_manager=dict(type="str", default="crdops-migration"),
     page_size=dict(type="int", default=500),
+    lease_namespace=dict(type="str", default="default"),
+    apiserver_endpoints=dict(type="list", elements="str", default=[]),
     **ETCD_ARG_SPEC
 )
 
@@ -395,6 +420,7 @@ class Info(Job):
         if p["nothing_to_do"]:
             if p["page_size"] < 1:
                 raise BadInputError("page_size must be 1 or more, not %d" % p["page_size"])
+            check_endpoint_urls(p["apiserver_endpoints"])
             self.releases = Releases(
                 release=read_manifests(p["release_manifests"], label="release_manifests").as_dict()["crds"],
                 target=manifests.as_dict()["crds"],
@@ -417,8 +443,11 @@ class Info(Job):
             out["release_changes"] = changes or []
         if self.releases is not None:
             names = p["nothing_to_do"]
+            # each apiserver by its own URL, with the same credentials (a member's own view, not a load balancer's)
+            peers = Peers(p["lease_namespace"], dict((url, transport.for_endpoint(url))
+                                                     for url in p["apiserver_endpoints"]))
             verdict = decide(transport, [c for c in crds if c.name in names], self.releases, p["page_size"],
-                             selected=names)
+                             selected=names, peers=peers)
             for out in self.result["crds"]:  # the listing counted them: no LIST limit=1 more
                 if out["object_count"] is None and out["name"] in verdict.objects:
                     out["object_count"] = verdict.objects[out["name"]]

@@ -20,10 +20,11 @@ import yaml
 from tests.controlplane import etcd_reader
 from tests.controlplane.kube import KubeError, objects_path
 from tests.integration.engine import transport_for
-from tests.integration.modrun import ansible_playbook
+from tests.integration.modrun import ansible_playbook, auth_args, run_module
 from tests.integration.seed import crd_at, seed_old_objects
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops import settled
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.pass_lease import lease_name, micro_time
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import RECORD_ANNOTATION
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
 
@@ -86,6 +87,42 @@ def entries_at(kube, s, version: str) -> int:
                if e.get("apiVersion") == f"{s.group}/{version}")
 
 
+def record_generation(kube, name: str) -> tuple[int, int]:
+    """(the generation the CRD's migration record names, the CRD's generation)."""
+    crd = kube.get_crd(name)
+    return json.loads(crd["metadata"]["annotations"][RECORD_ANNOTATION])["generation"], crd["metadata"]["generation"]
+
+
+def verdict(cluster, files: dict, name: str, **extra) -> dict:
+    """The module's verdict as the role's init task asks for it (crd_storage_info nothing_to_do)."""
+    out = run_module("crd_storage_info", dict(auth_args(cluster), names=[name], count_objects=False,
+                                              nothing_to_do=[name], target_manifests=[str(files["target"])],
+                                              release_manifests=[str(files["release"])], **extra))
+    assert not out.get("failed"), out.get("msg")
+    return out["nothing_to_do"]
+
+
+def another_run_and_every_apiserver(cluster, kube, files: dict, name: str) -> None:
+    """A pass Lease another run still renews, and an apiserver given that cannot be asked, each leave something;
+    the one apiserver given by its own URL does not (it serves and stores at the storage version)."""
+    assert verdict(cluster, files, name, apiserver_endpoints=[cluster.server])["nothing_to_do"] is True
+    down = "https://127.0.0.1:9"  # the discard port: nothing listens there
+    left = verdict(cluster, files, name, apiserver_endpoints=[cluster.server, down])
+    assert left["blockers"] and all(b.startswith(f"{name}: apiserver {down} could not be asked") for b in left["blockers"]), left
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": {"name": lease_name(name), "namespace": "default"},
+             "spec": {"holderIdentity": "crdops@other-controller/pid-42/feedbeef", "leaseDurationSeconds": 30,
+                      "renewTime": micro_time(time.time())}}
+    kube.post("/apis/coordination.k8s.io/v1/namespaces/default/leases", lease)
+    try:
+        held = verdict(cluster, files, name)
+    finally:
+        kube.delete(f"/apis/coordination.k8s.io/v1/namespaces/default/leases/{lease_name(name)}")
+    assert held["nothing_to_do"] is False, held
+    assert [b for b in held["blockers"] if b.startswith(f"{name}: pass Lease held by holder crdops@other-controller")
+            and b.endswith("(another run is writing)")], held
+
+
 def test_a_done_cluster_takes_the_fast_path_and_one_thing_left_does_not(cluster, kube, group, tmp_path):
     s = seed_old_objects(kube, group, COUNT, namespaces=["ns-a"])
     release_n, release_next = crd_at(s, "v1beta1"), crd_at(s, "v1beta1", ("v1beta1",))
@@ -96,6 +133,9 @@ def test_a_done_cluster_takes_the_fast_path_and_one_thing_left_does_not(cluster,
     first = run_role(cluster, tmp_path, "first", files)
     assert first["status"] == "ok" and "restore" in first["phases_done"] and first.get("nothing_to_do") is None, first
     assert etcd_reader.scan_storage(cluster.etcd_url, group, s.plural).counts == {s.new(): COUNT}
+    # the apply of release N+1 bumped the generation; the role stamped its record with it (nothing else changed)
+    recorded, generation = record_generation(kube, s.crd_name)
+    assert recorded == generation, f"the record names generation {recorded}, the CRD has {generation}"
 
     # the rerun: one check, every phase skipped, nothing written
     revision = etcd_reader.current_revision(cluster.etcd_url)
@@ -106,6 +146,7 @@ def test_a_done_cluster_takes_the_fast_path_and_one_thing_left_does_not(cluster,
     assert f"{COUNT} objects read" in second["nothing_to_do"], second["nothing_to_do"]
     assert "TASK [crdops.migration.crd_upgrade : Preflight |" not in second["_stdout"]
     assert [c["name"] for c in second["crds"]] == [s.crd_name] and second["crds"][0]["objects"] == COUNT, second
+    another_run_and_every_apiserver(cluster, kube, files, s.crd_name)
 
     # each thing left keeps the check from passing (the engine's verdict, the same cluster)
     transport = transport_for(cluster, pool_size=2)
@@ -127,5 +168,12 @@ def test_a_done_cluster_takes_the_fast_path_and_one_thing_left_does_not(cluster,
         kube.merge_patch(kube.crd_path(s.crd_name), {"metadata": {"annotations": {RECORD_ANNOTATION: record}}})
     stale_entry(kube, s, release_n, release_next, "obj-000000")
     assert entries_at(kube, s, "v1alpha1") == 1
+    # the rollback and roll forward were not the role's: its record does not name the generation they made
+    recorded, generation = record_generation(kube, s.crd_name)
+    assert blockers() == [f"{s.crd_name}: migration record not valid (stale: record is for CRD generation {recorded}, "
+                          f"the CRD's generation is {generation})"]
+    # stamped by hand, the objects are listed: the one entry at the version N+1 removed is found
+    stamped = dict(json.loads(record), generation=generation)
+    kube.merge_patch(kube.crd_path(s.crd_name), {"metadata": {"annotations": {RECORD_ANNOTATION: json.dumps(stamped)}}})
     left = blockers()
     assert [b for b in left if "1 managedFields entries at versions it does not serve" in b], left

@@ -289,6 +289,14 @@ def decide_mode(topo: Topology, fallback: str) -> str:
     raise refusal(topo)
 
 
+def check_endpoint_urls(urls: List[str]) -> None:
+    """Raises BadInputError naming every URL of ``apiserver_endpoints`` that is not ``http(s)://host[:port]``."""
+    malformed = [url for url in urls if not urlsplit(url.strip()).scheme.startswith("http")
+                 or not urlsplit(url.strip()).hostname]
+    if malformed:
+        raise BadInputError("apiserver_endpoints must be https://host:port URLs, got %s" % ", ".join(malformed))
+
+
 def plan_barrier(transport: Transport, explicit: List[str], connect: Callable[[str], Transport], *,
                  connect_fresh: Optional[Callable[[str], Transport]] = None, fallback: str = FALLBACK_FAIL,
                  fallback_settle: float = 30.0, wall: Callable[[], float] = time.time,
@@ -303,10 +311,7 @@ def plan_barrier(transport: Transport, explicit: List[str], connect: Callable[[s
         raise BadInputError("barrier_fallback must be %r or %r, got %r" % (FALLBACK_FAIL, FALLBACK_SETTLE, fallback))
     if fallback_settle < 0:
         raise BadInputError("barrier_fallback_settle must be >= 0, got %s" % fallback_settle)
-    malformed = [url for url in explicit if not urlsplit(url.strip()).scheme.startswith("http")
-                 or not urlsplit(url.strip()).hostname]
-    if malformed:
-        raise BadInputError("apiserver_endpoints must be https://host:port URLs, got %s" % ", ".join(malformed))
+    check_endpoint_urls(explicit)
     topo, reachable = discover_topology(transport, explicit, connect, wall, clock, sleep)
     mode = decide_mode(topo, fallback)
     kube_url = topo.kubeconfig_url

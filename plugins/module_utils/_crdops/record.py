@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, Optional, Tuple
 
 from .crd import Crd, crd_path
@@ -288,6 +288,41 @@ def write_record(transport: Transport, started: Crd, record: MigrationRecord, at
     if last_error is None:  # unreachable: the loop runs at least once and either returns or records a conflict
         raise RecordError("record not written", cluster=cluster, crd=started.name)
     raise last_error
+
+
+def carry_record(transport: Transport, before: Crd, generation: int, attempts: int = 5) -> Optional[str]:
+    """After our own spec write moved the CRD from ``before`` to ``generation`` (a release's apply, the removal of
+    what it no longer declares), stamp the record with the new generation, so that a generation the record does not
+    name keeps meaning a change nobody proved harmless (settled.py). What the record proves holds on: every object is
+    at the storage version, which our write did not change, and storedVersions shows nothing stored elsewhere since.
+
+    Carried only when ``before``'s record was valid (this CRD's, its generation, its storage version), the write
+    moved the generation by exactly one (nobody else's spec change in between) and the CRD still is as the write
+    left it: that generation, storage version, storedVersions the storage version alone, the same record. Returns
+    what happened, or None when there was no valid record to carry or no generation change."""
+    check = validate_record(before)
+    if not check.ok or check.record is None or generation == before.generation:
+        return None
+    if generation != before.generation + 1:
+        return "not carried: generation %d -> %d, not our write alone" % (before.generation, generation)
+    from .selection import get_crd
+
+    text = before.annotations.get(RECORD_ANNOTATION)
+    carried = replace(check.record, generation=generation)
+    for _attempt in range(max(1, attempts)):
+        current = get_crd(transport, before.name)
+        if (current.uid != before.uid or current.generation != generation or current.needs_migration
+                or current.storage_version != before.storage_version
+                or current.annotations.get(RECORD_ANNOTATION) != text):
+            return "not carried: the CRD changed after the write (generation %d, storedVersions %s)" % (
+                current.generation, list(current.stored_versions))
+        try:  # resourceVersion-locked: a status update in between (conditions) makes us look again
+            _patch_annotations(transport, before.name, {RECORD_ANNOTATION: carried.to_annotation()},
+                               resource_version=current.resource_version)
+            return "carried to generation %d" % generation
+        except ConflictError:
+            continue
+    return "not carried: the CRD kept changing (%d attempts)" % max(1, attempts)
 
 
 @dataclass

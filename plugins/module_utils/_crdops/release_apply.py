@@ -17,8 +17,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-from .crd import crd_path, is_established
+from .crd import Crd, crd_path, is_established
 from .errors import CrdOpsError, NotFoundError, OutcomeError
+from .record import carry_record
 from .selection import get_crd_raw
 from .settled import differences, without_volatile
 from .transport import APPLY_PATCH, Transport, dumps, error_from_response
@@ -35,6 +36,7 @@ class Applied:
     changes: List[str]
     error: Optional[str] = None
     established: Optional[bool] = None
+    record: Optional[str] = None  # the migration record carried to the new generation, or why not (record.py)
 
     @property
     def changed(self) -> bool:
@@ -42,7 +44,7 @@ class Applied:
 
     def to_dict(self) -> Dict[str, Any]:
         return {"name": self.name, "action": self.action, "changed": self.changed, "changes": self.changes,
-                "error": self.error, "established": self.established}
+                "error": self.error, "established": self.established, "record": self.record}
 
 
 def _name(doc: Mapping[str, Any]) -> str:
@@ -71,8 +73,14 @@ def apply_one(transport: Transport, doc: Mapping[str, Any], field_manager: str, 
         return Applied(name, "refused", [], error=error.api_message or str(error))
     if before is None:
         return Applied(name, "created", ["."])
-    changes = differences(without_volatile(before), without_volatile(resp.json()))
-    return Applied(name, "configured" if changes else "unchanged", changes)
+    after = resp.json()
+    changes = differences(without_volatile(before), without_volatile(after))
+    applied = Applied(name, "configured" if changes else "unchanged", changes)
+    if not dry_run:
+        # our apply bumped the generation: the record of the pass still holds (same storage version), say so in it
+        applied.record = carry_record(transport, Crd.from_api(before), int((after.get("metadata") or {}).get(
+            "generation") or 0))
+    return applied
 
 
 def wait_established(transport: Transport, names: Sequence[str], timeout: float,

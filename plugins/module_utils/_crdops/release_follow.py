@@ -34,8 +34,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .crd import crd_path
+from .crd import Crd, crd_path
 from .errors import CrdOpsError
+from .record import carry_record
 from .selection import get_crd_raw
 from .transport import JSON_PATCH, Transport, dumps, error_from_response
 
@@ -141,6 +142,7 @@ class FollowResult:
     attempts: int = 0
     resource_version_before: Optional[str] = None
     resource_version_after: Optional[str] = None
+    record: Optional[str] = None  # the migration record carried to the new generation, or why not (record.py)
 
     def to_dict(self) -> Dict[str, Any]:
         return dict(self.__dict__)
@@ -220,6 +222,9 @@ def follow_release(transport: Transport, previous: Mapping[str, Any], applied: M
         if done:
             result.changed = True
             result.resource_version_after = str((after.get("metadata") or {}).get("resourceVersion") or "")
+            # a removal under spec bumps the generation; the record of the pass still holds, say so in it
+            result.record = carry_record(transport, Crd.from_api(live),
+                                         int((after.get("metadata") or {}).get("generation") or 0))
             return result
     raise FollowError("the CRD changed between each of %d reads and the removal of %s (another writer keeps "
                       "updating it); nothing removed, run again" % (MAX_ATTEMPTS, ", ".join(

@@ -8,11 +8,22 @@ the releases, so a rerun on a cluster that is done costs one task instead of eve
 
 Nothing to do means every phase of the role would change nothing, for each selected CRD:
 
-* ``status.storedVersions`` is ``[<storage version>]`` and a migration record at that storage version, with a
-  proof (etcd scan or confirming pass) and no failure, says how it got there. The record may be stale only by
-  generation: applying release N+1 bumps it, and storedVersions still lists every version the apiserver stored
-  at since then (it appends a new storage version itself), so nothing is stored at another version.
-* no resume checkpoint (an unfinished pass);
+* ``status.storedVersions`` is ``[<storage version>]`` and this CRD's migration record at that storage version and
+  generation, with a proof (etcd scan or confirming pass) and no failure, says how it got there. storedVersions
+  alone proves nothing (any writer of the status may set it), and neither does a record of another generation: the
+  role stamps its record with the generation its own apply of release N+1 (and the removal of what that release no
+  longer declares) makes (``record.carry_record``), so another generation is a spec change nobody proved harmless,
+  a flip to another storage version and back included.
+  A record written before records named their CRD is judged as then: it may be stale by generation, so that a
+  cluster an earlier version of the collection finished stays done;
+* no resume checkpoint (an unfinished pass) and no unfinished repair (a version it added back);
+* no other run holds the CRD's pass Lease (``pass_lease.py``; held means renewed within its duration, by the
+  apiserver's clock): that run is writing now, so what the CRD says may change under the verdict. A Lease that
+  cannot be read is a doubt too;
+* when the caller names the apiservers (``Peers.apiservers``, the role's ``crd_upgrade_apiserver_endpoints``),
+  each one serves the CRD and stores at its storage version (its discovery's ``storageVersionHash``): one whose
+  view lags would write another version, one that cannot be asked may. Without them this is not checked: one URL
+  may be a load balancer that answers for any member;
 * every object lists at the storage version (a LIST fails on an object stored at a version the CRD lost), and no
   ``managedFields`` entry names a version the CRD does not serve (server-side apply fails on it,
   kubernetes#111937): the managedFields pass would write nothing;
@@ -33,14 +44,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from .apiservers import server_now
+from .barrier import storage_version_hash
 from .crd import Crd, crd_path, stale_managed_fields_of
 from .errors import CrdOpsError
 from .listing import list_pages
+from .pass_lease import DEFAULT_NAMESPACE, Holder, lease_name
 from .record import CHECKPOINT_ANNOTATION, PROOF_NONE, foreign_reason, validate_record
 from .release_follow import follow_release, pair_manifests
 from .repair_diagnosis import repair_in_progress
 from .selection import get_crd_raw
-from .transport import APPLY_PATCH, Transport, dumps, error_from_response
+from .transport import APPLY_PATCH, JSON, Transport, dumps, error_from_response
 
 # server-set fields that say when, not what: a no-op apply may still answer with a fresh value for these
 VOLATILE_METADATA = ("resourceVersion",)
@@ -86,7 +100,10 @@ def crd_blockers(crd: Crd) -> List[str]:
     record = check.record
     # another CRD's record (copied with the CRD's annotations) is never this CRD's proof; one written before records
     # named their CRD is judged as before, stale by generation included: on a CRD whose release N+1 is in effect and
-    # whose objects all read at the storage version the normal path would not act on it either
+    # whose objects all read at the storage version the normal path would not act on it either. A record that names
+    # its CRD must be of the CRD's generation: the role re-stamps it after its own apply of release N+1
+    # (record.carry_record), so a generation it did not stamp is a spec change nobody proved harmless (a flip to
+    # another storage version and back, with storedVersions then set by any status writer)
     foreign = (foreign_reason("migration record", record.crd_uid, crd)
                if record is not None and record.crd_uid else None)
     if record is None:
@@ -99,7 +116,7 @@ def crd_blockers(crd: Crd) -> List[str]:
     elif record.failed or record.accounted != record.listed:
         out.append("%s: the migration record is not of a complete pass with zero failures (listed %d, accounted "
                    "for %d, failed %d)" % (crd.name, record.listed, record.accounted, record.failed))
-    elif not check.ok and record.generation == crd.generation:
+    elif not check.ok and (record.crd_uid or record.generation == crd.generation):
         out.append("%s: migration record not valid (%s)" % (crd.name, check.reason))
     elif record.proof == PROOF_NONE:
         out.append("%s: the migration record has no proof (no etcd scan, no confirming pass)" % crd.name)
@@ -110,6 +127,73 @@ def crd_blockers(crd: Crd) -> List[str]:
         out.append("%s: a repair added %s back and has not removed it again (an unfinished repair)"
                    % (crd.name, ", ".join(added_back)))
     return out
+
+
+def lease_blocker(transport: Transport, crd: Crd, namespace: str) -> Optional[str]:
+    """The CRD's pass Lease (pass_lease.py) held by a holder that still renews it: another run is writing now (a
+    re-store, a managedFields pass, a repair), so what the CRD says may change under this verdict. Judged by the
+    apiserver's clock, like the runs that wait for it; a Lease left by a killed run counts once it expired."""
+    path = "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s" % (namespace, lease_name(crd.name))
+    resp = transport.request("GET", path, accept=JSON)
+    if resp.status == 404:
+        return None
+    if not resp.ok:
+        hint = " (grant get on leases.coordination.k8s.io in namespace %s)" % namespace if resp.status == 403 else ""
+        return "%s: could not check the pass Lease %s/%s: HTTP %d %s%s" % (
+            crd.name, namespace, lease_name(crd.name), resp.status, resp.api_message(), hint)
+    holder = Holder(resp.json() or {}, server_now(resp.header("Date")))
+    if holder.expired:
+        return None
+    return "%s: pass Lease held by %s (another run is writing)" % (crd.name, holder.describe())
+
+
+def serving_blocker(transport: Transport, url: str, crd: Crd) -> Optional[str]:
+    """Why the apiserver at ``url`` may not serve ``crd`` at its storage version and store there, or None.
+
+    Asked of its own discovery, as the HA barrier asks: an apiserver whose informer still has an older CRD encodes
+    writes at another version (kubernetes#130235), and one that does not serve the storage version fails the LIST
+    the role's phases would run there. A storage version the CRD itself does not serve is looked up under the
+    versions it does serve (the storageVersionHash is the same for every version of a resource)."""
+    want = storage_version_hash(crd.group, crd.storage_version or "", crd.kind)
+    versions = [crd.storage_version] if crd.storage_version in crd.served_versions else list(crd.served_versions)
+    try:
+        for version in versions:
+            resp = transport.request("GET", "/apis/%s/%s" % (crd.group, version), accept=JSON)
+            if resp.status == 404:
+                continue
+            if not resp.ok:
+                return "%s: apiserver %s could not be asked what it serves: HTTP %d %s" % (
+                    crd.name, url, resp.status, resp.api_message())
+            found = [r for r in (resp.json() or {}).get("resources") or [] if r.get("name") == crd.plural]
+            if not found:
+                continue
+            seen = found[0].get("storageVersionHash")
+            if seen == want:
+                return None
+            return "%s: apiserver %s does not store at %s yet (storageVersionHash %s, not %s): its view of the CRD " \
+                   "lags" % (crd.name, url, crd.storage_version, seen or "absent", want)
+    except CrdOpsError as exc:
+        return "%s: apiserver %s could not be asked what it serves (%s)" % (crd.name, url,
+                                                                        exc.api_message or exc.message)
+    return "%s: apiserver %s does not serve %s at %s" % (crd.name, url, crd.plural,
+                                                       ", ".join(versions) or "any version")
+
+
+@dataclass(frozen=True)
+class Peers:
+    """Who else may act on the selected CRDs: the namespace of the pass Leases (another run writing now) and the
+    apiservers to ask one by one (URL -> transport; none given: not checked, one URL may be a load balancer)."""
+    lease_namespace: str = DEFAULT_NAMESPACE
+    apiservers: Mapping[str, Transport] = field(default_factory=dict)
+
+
+def peer_checks(transport: Transport, crds: Sequence[Crd], peers: Peers, verdict: Verdict) -> None:
+    for crd in crds:
+        def step(crd: Crd = crd) -> None:
+            found = [lease_blocker(transport, crd, peers.lease_namespace)]
+            found += [serving_blocker(t, url, crd) for url, t in peers.apiservers.items()]
+            verdict.blockers.extend(b for b in found if b)
+        _guarded(verdict, "who else acts on %s" % crd.name, step)
 
 
 def release_blockers(live_names: Sequence[str], release_names: Sequence[str],
@@ -226,10 +310,11 @@ def object_checks(transport: Transport, crd: Crd, page_size: int, verdict: Verdi
 
 
 def decide(transport: Transport, crds: Sequence[Crd], releases: Releases, page_size: int = 500,
-           selected: Optional[Sequence[str]] = None) -> Verdict:
+           selected: Optional[Sequence[str]] = None, peers: Optional[Peers] = None) -> Verdict:
     """The verdict for ``crds`` (the selected CRDs that exist). ``selected``: every name the run selected; one
-    that does not exist is a reason to take the normal path. Cheap checks first: the objects are listed only
-    when nothing else is left."""
+    that does not exist is a reason to take the normal path. ``peers``: where the pass Leases are and which
+    apiservers to ask (default: Leases in ``default``, no apiserver asked). Cheap checks first: the objects are
+    listed only when nothing else is left."""
     verdict = Verdict()
     live_names = [c.name for c in crds]
     verdict.blockers += ["%s: selected but not found" % n for n in selected or () if n not in live_names]
@@ -237,6 +322,8 @@ def decide(transport: Transport, crds: Sequence[Crd], releases: Releases, page_s
         verdict.blockers += crd_blockers(crd)
     if not crds:
         verdict.blockers.append("no selected CRD exists")
+    if not verdict.blockers:
+        peer_checks(transport, crds, peers or Peers(), verdict)
     if not verdict.blockers:
         release_checks(transport, crds, releases, verdict)
     if not verdict.blockers:

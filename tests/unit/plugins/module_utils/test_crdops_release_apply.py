@@ -59,7 +59,8 @@ class Apiserver:
 def test_created_configured_unchanged_from_the_apiservers_answer():
     api = Apiserver()
     assert apply_one(api, manifest("a.x.io"), "mgr").to_dict() == {
-        "name": "a.x.io", "action": "created", "changed": True, "changes": ["."], "error": None, "established": None}
+        "name": "a.x.io", "action": "created", "changed": True, "changes": ["."], "error": None, "established": None,
+        "record": None}
     assert apply_one(api, manifest("a.x.io"), "mgr").action == "unchanged"
     again = apply_one(api, manifest("a.x.io", ("v1", "v2")), "mgr")
     assert (again.action, again.changes) == ("configured", [".spec.versions"])

@@ -9,12 +9,14 @@ import json
 import pytest
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd import Crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.pass_lease import lease_name
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import (
     CHECKPOINT_ANNOTATION, RECORD_ANNOTATION, MigrationRecord)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair_diagnosis import REPAIR_ANNOTATION
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.settled import (
-    Releases, Verdict, crd_blockers, decide, differences, release_blockers)
-from tests.unit.crdops_fakes import make_crd
+    Peers, Releases, Verdict, crd_blockers, decide, differences, release_blockers)
+from tests.unit.crdops_fakes import FakeCluster, _micro_time, make_crd, status
 
 NAME = "crontabs.stable.example.com"
 DONE = (("v2", True, True),)  # release N+1: v1 removed
@@ -33,9 +35,12 @@ def test_a_trimmed_crd_with_a_proven_record_leaves_nothing():
     assert crd_blockers(crd(**{RECORD_ANNOTATION: rec()})) == []
 
 
-def test_a_record_stale_only_by_generation_still_counts():
-    # applying release N+1 bumps the generation after the record was written; the storage version is the same
-    assert crd_blockers(crd(generation=3, **{RECORD_ANNOTATION: rec(gen=2)})) == []
+def test_a_record_that_names_its_crd_must_be_of_its_generation():
+    # the role re-stamps its record after its own apply of release N+1 (record.carry_record): a generation the record
+    # does not name is a spec change nobody proved harmless, whatever storedVersions (any status writer) says
+    (blocker,) = crd_blockers(crd(generation=3, **{RECORD_ANNOTATION: rec(gen=2)}))
+    assert blocker == (NAME + ": migration record not valid (stale: record is for CRD generation 2, the CRD's "
+                       "generation is 3)"), blocker
 
 
 def test_a_record_copied_from_another_crd_never_counts_whatever_its_generation():
@@ -114,3 +119,76 @@ def test_what_the_crds_say_decides_before_any_request():
     assert verdict.blockers[0] == "gone.example.com: selected but not found"
     assert "no migration record" in verdict.blockers[1]
     assert decide(NoRequests(), [], Releases()).blockers == ["no selected CRD exists"]
+
+
+# -- who else acts on the CRD: another run's pass Lease, an apiserver that does not serve the storage version --------
+
+def done_cluster():
+    """A cluster whose CRD is done (storedVersions [v2], a proven record of its generation), nothing else left."""
+    fake = FakeCluster()
+    live = Crd.from_api(fake.add_crd(versions=DONE, stored=("v2",), annotations={RECORD_ANNOTATION: rec()}))
+    return fake, live
+
+
+def hold_lease(fake, age, namespace="default", holder="crdops@other-host/pid-7/0a1b2c3d"):
+    """The pass Lease of NAME as another run writes it, last renewed ``age`` seconds ago by the fake's clock."""
+    fake.leases[(namespace, lease_name(NAME))] = {
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": lease_name(NAME), "namespace": namespace, "resourceVersion": "7"},
+        "spec": {"holderIdentity": holder, "leaseDurationSeconds": 30, "renewTime": _micro_time(fake.now - age)}}
+
+
+def test_a_pass_lease_another_run_still_renews_is_something_left():
+    fake, live = done_cluster()
+    assert decide(fake, [live], Releases()).nothing_to_do is True  # no Lease: 404
+    hold_lease(fake, age=5)
+    verdict = decide(fake, [live], Releases())
+    assert verdict.nothing_to_do is False
+    (blocker,) = verdict.blockers
+    assert blocker.startswith(NAME + ": pass Lease held by holder crdops@other-host/pid-7/0a1b2c3d, last renewed ")
+    assert blocker.endswith("(another run is writing)") and "5 s ago" in blocker, blocker
+    assert verdict.objects_listed == 0 and verdict.why == []  # cheap checks first: the objects were not listed
+
+
+def test_an_expired_pass_lease_is_not_and_the_namespace_is_the_runs():
+    fake, live = done_cluster()
+    hold_lease(fake, age=31)  # renewTime + 30 s is in the past by the apiserver's clock: a killed run's Lease
+    assert decide(fake, [live], Releases()).nothing_to_do is True
+    hold_lease(fake, age=1, namespace="crdops")
+    assert decide(fake, [live], Releases()).nothing_to_do is True  # not where this run's Leases are
+    (blocker,) = decide(fake, [live], Releases(), peers=Peers(lease_namespace="crdops")).blockers
+    assert "pass Lease held by holder crdops@other-host" in blocker
+
+
+def test_a_pass_lease_that_cannot_be_read_is_a_doubt():
+    fake, live = done_cluster()
+    fake.hooks.append(lambda method, path, query, body: status(
+        403, 'leases.coordination.k8s.io "%s" is forbidden' % lease_name(NAME), "Forbidden")
+        if "/leases/" in path else None)
+    (blocker,) = decide(fake, [live], Releases()).blockers
+    assert blocker.startswith(NAME + ": could not check the pass Lease default/" + lease_name(NAME) + ": HTTP 403")
+    assert "grant get on leases.coordination.k8s.io in namespace default" in blocker
+
+
+class Unreachable:
+    cluster_label = "test-cluster"
+
+    def request(self, *args, **kwargs):
+        raise CrdOpsError("connection refused", cluster="test-cluster")
+
+
+def test_every_apiserver_given_must_serve_and_store_at_the_storage_version():
+    fake, live = done_cluster()
+    lagging, bare = FakeCluster(), FakeCluster()
+    lagging.crds = fake.crds
+    lagging.stale_storage_view = {NAME: "v1"}  # its informer still has the CRD before the flip to v2
+    members = {"https://10.0.0.1:6443": fake, "https://10.0.0.2:6443": lagging, "https://10.0.0.3:6443": bare,
+               "https://10.0.0.4:6443": Unreachable()}
+    verdict = decide(fake, [live], Releases(), peers=Peers(apiservers=members))
+    assert verdict.nothing_to_do is False
+    assert len(verdict.blockers) == 3, verdict.blockers
+    assert verdict.blockers[0].startswith(NAME + ": apiserver https://10.0.0.2:6443 does not store at v2 yet")
+    assert verdict.blockers[1] == NAME + ": apiserver https://10.0.0.3:6443 does not serve crontabs at v2"
+    assert verdict.blockers[2] == (NAME + ": apiserver https://10.0.0.4:6443 could not be asked what it serves "
+                                   "(connection refused)")
+    assert decide(fake, [live], Releases(), peers=Peers(apiservers={"https://10.0.0.1:6443": fake})).nothing_to_do
