@@ -31,6 +31,14 @@ def storage_diff_pruning(crds: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
                         "examples": {p: (diff.get("examples") or {}).get(p, []) for p in removed},
                         "unverified": diff.get("unverified"),
                         "not_compared": (diff.get("skipped") or {}).get("webhook_version_not_served", 0)})
+        forecast = crd.get("storage_forecast") or {}
+        if forecast.get("checked") and forecast.get("removed"):  # after release N: known before it is applied
+            removed = dict(forecast["removed"])
+            out.append({"name": "%s (after release N, storage version %s)" % (crd.get("name"),
+                                                                             forecast.get("storage_version")),
+                        "removed": removed, "compared": forecast.get("compared", 0), "keys": forecast.get("sampled", 0),
+                        "examples": {p: (forecast.get("examples") or {}).get(p, []) for p in removed},
+                        "unverified": None, "not_compared": 0})
     return out
 
 
@@ -48,6 +56,8 @@ def storage_diff_lines(crds: List[Dict[str, Any]]) -> List[str]:
             head += " (read with GET, no patch permission: defaults of the storage version may be missing)"
         parts = [head]
         for what, verb in (("added", "adds (defaults persisted)"), ("removed", "removes for good"),
+                           ("normalised", "normalised by the conversion (a zero value left out, the same value "
+                                          "when read)"),
                            ("changed", "changes")):
             if diff.get(what):
                 parts.append("%s %s" % (verb, _paths(diff[what], diff.get("compared", 0))))
@@ -59,10 +69,30 @@ def storage_diff_lines(crds: List[Dict[str, Any]]) -> List[str]:
         if diff.get("unverified"):
             parts.append("NOT COMPARED: %s" % diff["unverified"])
         lines.append("; ".join(parts))
+        if crd.get("storage_forecast"):
+            lines.append(_forecast_line(crd.get("name"), crd["storage_forecast"]))
     return lines
 
 
-def storage_diff_pruning_message(pruning: List[Dict[str, Any]], cluster: str) -> str:
+def _forecast_line(name: Any, forecast: Dict[str, Any]) -> str:
+    head = "%s after release N (storage version %s): " % (name, forecast.get("storage_version"))
+    if not forecast.get("checked"):
+        return head + "not forecast (%s)" % forecast.get("reason")
+    parts = ["%d of %d sampled stored values taken through release N's conversion and schema"
+             % (forecast.get("compared", 0), forecast.get("sampled", 0))]
+    if forecast.get("removed"):
+        parts.append("removes for good %s" % _paths(forecast["removed"], forecast.get("compared", 0)))
+    if forecast.get("normalised"):
+        parts.append("normalised by the conversion %s" % _paths(forecast["normalised"], forecast.get("compared", 0)))
+    if not forecast.get("removed") and not forecast.get("normalised"):
+        parts.append("nothing lost")
+    if forecast.get("unverified"):
+        parts.append("not forecast for the rest: %s (checked again after the flip)" % forecast["unverified"])
+    return head + "; ".join(parts)
+
+
+def storage_diff_pruning_message(pruning: List[Dict[str, Any]], cluster: str, when: str = "before any change") -> str:
+    """The gate's refusal; ``when`` says whether this run's storage flip (release N) was already applied."""
     items = []
     for c in pruning or []:
         example = next((e for p in sorted(c["examples"]) for e in c["examples"][p]), None)
@@ -73,8 +103,16 @@ def storage_diff_pruning_message(pruning: List[Dict[str, Any]], cluster: str) ->
             items.append("%s: %d sampled objects could not be compared, so a loss cannot be ruled out (%s)"
                          % (c["name"], c.get("not_compared") or 0, c["unverified"]))
     return ("cluster %s: the re-store would delete stored fields that the storage version's schema no longer "
-            "has, and a rollback could not bring them back: %s. Nothing was written. Set "
-            "crd_upgrade_accept_pruning: true to accept the loss." % (cluster, "; ".join(items)))
+            "has, and a rollback could not bring them back: %s. %s Set crd_upgrade_accept_pruning: true to accept "
+            "the loss." % (cluster, "; ".join(items), _written(when)))
+
+
+def _written(when: str) -> str:
+    if when == "after the storage flip":
+        # the new schema is live only after the flip, so this check can come after it: say so, it is a write
+        return ("Release N was applied (the storage flip: new objects are stored at the new version); no stored "
+                "object was re-stored.")
+    return "Nothing was written."
 
 
 class FilterModule:

@@ -74,6 +74,17 @@ options:
     type: int
     default: 20
     version_added: 1.1.0
+  diff_release_manifests:
+    description:
+      - With O(etcd_url), the CRD manifests of release N (the storage flip) before it is applied. For each
+        reported CRD whose storage version release N moves, the same sample of stored values is taken through
+        release N's own conversion (its webhook in a C(ConversionReview), nothing written) to its storage version,
+        pruned with its schema, and back, so what the re-store would lose is known before the flip
+        (RV(crds[].storage_forecast)).
+    type: list
+    elements: raw
+    default: []
+    version_added: 1.3.0
   nothing_to_do:
     description:
       - CRD names (those a run of the role C(crd_upgrade) selects) - also decide whether the role has nothing to do for
@@ -208,6 +219,31 @@ crds:
       description: Conversion C(strategy) and C(webhook) (with C(caBundle) removed).
       type: dict
       returned: always
+    storage_forecast:
+      version_added: 1.3.0
+      description:
+        - With O(diff_release_manifests), for a CRD whose storage version release N moves - what the re-store
+          would lose after release N's storage flip, forecast before it from the same sample of stored values -
+          through release N's conversion to its storage version, pruned with its schema, and back. Defaults are
+          not forecast.
+        - C(checked=false) with C(reason) when etcd was not read; C(unverified) says why when release N's
+          conversion webhook could not be asked (the storage diff after the flip is then the guard).
+      type: dict
+      returned: when O(diff_release_manifests) moves the CRD's storage version
+      contains:
+        checked: {description: The stored values were read and taken through release N., type: bool, returned: always}
+        reason: {description: Why not checked., type: str, returned: always}
+        storage_version: {description: Release N's storage version., type: str, returned: when checked}
+        sampled: {description: Stored values read from etcd., type: int, returned: when checked}
+        compared: {description: Values taken through release N and back., type: int, returned: when checked}
+        removed: {description: Path -> values the re-store would delete for good., type: dict, returned: when checked}
+        normalised:
+          description: Path -> zero values the conversion leaves out (the same value when read).
+          type: dict
+          returned: when checked
+        examples: {description: Path -> up to three objects it was seen in., type: dict, returned: when checked}
+        skipped: {description: Reason -> values not compared., type: dict, returned: when checked}
+        unverified: {description: Why release N's webhook could not be asked., type: str, returned: when checked}
     storage_diff:
       version_added: 1.1.0
       description:
@@ -232,6 +268,7 @@ crds:
         compared_at_stored_version: 0
         added: {".status.conditions": 3}
         removed: {}
+        normalised: {}
         changed: {}
         skipped: {}
         examples: {".status.conditions": [default/my-gateway, default/prod-web]}
@@ -266,7 +303,16 @@ crds:
           type: int
           returned: when checked
         added: {description: Path -> objects the re-store adds it to (defaults it persists)., type: dict, returned: when checked}
-        removed: {description: Path -> objects it deletes it from for good (not in the schema)., type: dict, returned: when checked}
+        removed:
+          description: Path -> objects it deletes it from for good (not in the schema, or dropped by the conversion).
+          type: dict
+          returned: when checked
+        normalised:
+          description: >-
+            Path -> objects where the conversion leaves out a zero value (V(false), V(0), empty) of a field the
+            stored version's schema declares with no default: the same value when read, not a loss.
+          type: dict
+          returned: when checked
         changed: {description: Path -> objects whose value at it changes., type: dict, returned: when checked}
         skipped:
           description: >-
@@ -380,6 +426,7 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.plan impo
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.release_in_effect import releases_in_effect
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.settled import Peers, Releases, decide
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.storage_diff import storage_diff_of
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.storage_forecast import forecast_of
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.writers import iso, server_clock
 
 OPTIONS = dict(
@@ -389,6 +436,7 @@ OPTIONS = dict(
     diff_sample=dict(type="int", default=20),
     nothing_to_do=dict(type="list", elements="str", default=[]),
     release_manifests=dict(type="list", elements="raw", default=[]),
+    diff_release_manifests=dict(type="list", elements="raw", default=[]),
     release_check=dict(type="bool", default=False),
     installed_manifests=dict(type="list", elements="raw", default=[]),
     field_manager=dict(type="str", default="crdops-migration"),
@@ -415,6 +463,7 @@ class Info(Job):
         self.result["check_mode"] = self.check_mode
         self.releases = None
         self.release_docs = []
+        self.forecast_docs = read_manifests(p["diff_release_manifests"], label="diff_release_manifests").as_dict()["crds"]
         if p["release_check"]:
             self.release_docs = read_manifests(p["release_manifests"], label="release_manifests").as_dict()["crds"]
         if p["nothing_to_do"]:
@@ -435,6 +484,9 @@ class Info(Job):
             out = describe_crd(transport, crd, count=o.count_objects, targets=self.targets,
                                managed_fields_sample=o.managed_fields_sample)
             out["storage_diff"] = storage_diff_of(transport, sampler, crd, p["etcd_prefix"], o.diff_sample)
+            forecast = forecast_of(transport, sampler, crd, self.forecast_docs, p["etcd_prefix"], o.diff_sample)
+            if forecast is not None:
+                out["storage_forecast"] = forecast
             self.result["crds"].append(out)
         in_effect = releases_in_effect(transport, self.release_docs, [c.name for c in crds], p["field_manager"])
         for out in self.result["crds"]:

@@ -39,12 +39,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from .crd import Crd
-from .errors import CrdOpsError
+from .errors import CrdOpsError, NotFoundError
 from .etcd_scan import EtcdSampler, RawValue, encoding_of, resource_prefix
 from .field_paths import count_into, diff_values
+from .normalised import Schema, split_removed, version_openapi
+from .selection import get_crd_raw
 from .transport import MERGE_PATCH, ApiResponse, Transport, error_from_response, is_admission_rejection
 from .webhook_review import WebhookCaller
 
@@ -90,7 +92,8 @@ class StorageDiff:
     skipped: Dict[str, int] = field(default_factory=dict)
     unverified: Optional[str] = None  # why objects at a version the API does not serve were not compared
     added: Dict[str, int] = field(default_factory=dict)
-    removed: Dict[str, int] = field(default_factory=dict)
+    removed: Dict[str, int] = field(default_factory=dict)  # lost: pruned, or a value the conversion drops
+    normalised: Dict[str, int] = field(default_factory=dict)  # zero values left out, the same value read back
     changed: Dict[str, int] = field(default_factory=dict)
     examples: Dict[str, List[str]] = field(default_factory=dict)
 
@@ -193,12 +196,13 @@ def _pair(transport: Transport, sampler: EtcdSampler, crd: Crd, raw: RawValue, n
     return None
 
 
-def _without_empty_maps(value: Any) -> Any:
+def without_empty_maps(value: Any) -> Any:
+    """``value`` without empty maps: a webhook built on typed structs adds ``status: {}`` to what it converts."""
     if isinstance(value, dict):
-        kept = {k: _without_empty_maps(v) for k, v in value.items()}
+        kept = {k: without_empty_maps(v) for k, v in value.items()}
         return {k: v for k, v in kept.items() if v != {}}
     if isinstance(value, list):
-        return [_without_empty_maps(v) for v in value]
+        return [without_empty_maps(v) for v in value]
     return value
 
 
@@ -227,24 +231,47 @@ def _pair_by_review(transport: Transport, crd: Crd, raw: RawValue, ns: Optional[
             stored_version, exc)
         return None
     diff.compared_by_conversion_review += 1
-    return _without_empty_maps(json.loads(raw.value)), _without_empty_maps(back), stored_version
+    return without_empty_maps(json.loads(raw.value)), without_empty_maps(back), stored_version
+
+
+class _Schemas:
+    """The CRD's version schemas, read once when the first compared pair needs one."""
+
+    def __init__(self, transport: Transport, crd: Crd) -> None:
+        self.transport, self.crd = transport, crd
+        self.raw: Optional[Dict[str, Any]] = None
+
+    def of(self, version: str) -> Optional[Schema]:
+        if self.raw is None:
+            try:
+                self.raw = get_crd_raw(self.transport, self.crd.name)
+            except NotFoundError:  # deleted meanwhile: no schema, so every removal counts as a loss
+                self.raw = {}
+        return version_openapi(self.raw, version)
 
 
 def _compare(diff: StorageDiff, crd: Crd, stored: Dict[str, Any], served: Dict[str, Any], stored_version: str,
-             label: str) -> None:
+             label: str, schemas: _Schemas) -> None:
+    """Count one pair; a removal is judged by the stored version's schema: both sides have its names on every
+    path compared (module docstring)."""
     added, removed, changed = diff_values(stored, served)
+    normalised: Set[str] = set()
+    if removed:
+        removed, normalised = split_removed(stored, served, schemas.of(stored_version))
+        count_into(diff.normalised, normalised)
     diff.compared += 1
     if stored_version != crd.storage_version:
         diff.at_other_version += 1
         if crd.conversion_strategy == "Webhook":
             diff.compared_at_stored_version += 1
-    if added or removed or changed:
+    if added or removed or normalised or changed:  # a normalised value changes the bytes all the same
         diff.would_change += 1
     for counts, paths in ((diff.added, added), (diff.removed, removed), (diff.changed, changed)):
         count_into(counts, paths)
+    for paths in (added, removed, normalised, changed):
         for p in sorted(paths):
             names = diff.examples.setdefault(p, [])
-            if len(names) < MAX_EXAMPLES:
+            if len(names) < MAX_EXAMPLES and label not in names:
                 names.append(label)
 
 
@@ -257,6 +284,7 @@ def diff_crd(transport: Transport, sampler: EtcdSampler, crd: Crd, etcd_prefix: 
     if storage is None:
         raise CrdOpsError("the CRD has no storage version", cluster=transport.cluster_label, crd=crd.name)
     diff = StorageDiff(storage_version=storage)
+    schemas = _Schemas(transport, crd)
     prefix = resource_prefix(etcd_prefix, crd.group, crd.plural)
     try:
         diff.keys = sampler.count(prefix)
@@ -267,7 +295,7 @@ def diff_crd(transport: Transport, sampler: EtcdSampler, crd: Crd, etcd_prefix: 
             diff.sampled += 1
             pair = _pair(transport, sampler, crd, raw, ns, name, diff, converter)
             if pair is not None:
-                _compare(diff, crd, pair[0], pair[1], pair[2], label)
+                _compare(diff, crd, pair[0], pair[1], pair[2], label, schemas)
     except CrdOpsError as exc:
         exc.with_context(cluster=transport.cluster_label, crd=crd.name)
         raise

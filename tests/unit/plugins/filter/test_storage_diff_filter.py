@@ -57,3 +57,47 @@ def test_objects_that_could_not_be_compared_stop_the_run_like_pruning_and_say_wh
             "(v1alpha2 is not served") in msg and "crd_upgrade_accept_pruning: true" in msg
     (line,) = storage_diff_lines([UNVERIFIED])
     assert "skipped webhook_version_not_served: 20; NOT COMPARED: v1alpha2 is not served" in line
+
+
+NORMALISED = {"name": "certificaterequests.cert-manager.io", "storage_diff": {
+    "checked": True, "storage_version": "v1", "keys": 8, "sampled": 8, "compared": 8, "would_change": 6,
+    "added": {}, "removed": {}, "normalised": {".spec.isCA": 6}, "changed": {}, "skipped": {},
+    "examples": {".spec.isCA": ["ns/a"]}, "compared_by_conversion_review": 8}}
+
+
+def test_zero_values_the_conversion_leaves_out_are_named_and_do_not_stop_the_run():
+    assert storage_diff_pruning([NORMALISED]) == []
+    (line,) = storage_diff_lines([NORMALISED])
+    assert ("6 would change beyond apiVersion; normalised by the conversion (a zero value left out, the same value "
+            "when read) .spec.isCA (6 of 8); 8 stored at a version not served") in line
+
+
+def test_a_refusal_after_the_storage_flip_says_that_release_n_was_applied():
+    after = storage_diff_pruning_message(storage_diff_pruning([CHECKED]), "c1", "after the storage flip")
+    assert "Release N was applied" in after and "no stored object was re-stored" in after
+    assert "Nothing was written" not in after
+    assert "Nothing was written" in storage_diff_pruning_message(storage_diff_pruning([CHECKED]), "c1", "before any change")
+
+
+FORECAST = {"name": "pads.example.com", "storage_diff": dict(DEFAULTS_ONLY["storage_diff"], added={}, would_change=0),
+            "storage_forecast": {"checked": True, "storage_version": "v2", "sampled": 6, "compared": 6,
+                                 "removed": {".spec.legacy": 6}, "normalised": {}, "skipped": {},
+                                 "examples": {".spec.legacy": ["ns-b/pad-000"]}, "unverified": None}}
+
+
+def test_a_loss_forecast_for_release_n_stops_the_run_before_the_flip_and_is_named_so():
+    (item,) = storage_diff_pruning([FORECAST])
+    assert item["name"] == "pads.example.com (after release N, storage version v2)"
+    msg = storage_diff_pruning_message([item], "c1", "before any change")
+    assert "pads.example.com (after release N, storage version v2): .spec.legacy (6 of 6) (e.g. ns-b/pad-000)" in msg
+    assert "Nothing was written" in msg
+    lines = storage_diff_lines([FORECAST])
+    assert lines[1] == ("pads.example.com after release N (storage version v2): 6 of 6 sampled stored values taken "
+                        "through release N's conversion and schema; removes for good .spec.legacy (6 of 6)")
+
+
+def test_a_forecast_that_could_not_ask_the_webhook_does_not_stop_the_run_and_says_so():
+    unverified = dict(FORECAST, storage_forecast=dict(FORECAST["storage_forecast"], removed={}, compared=0,
+                                                      unverified="release N's conversion webhook could not be asked"))
+    assert storage_diff_pruning([unverified]) == []
+    assert "(checked again after the flip)" in storage_diff_lines([unverified])[1]

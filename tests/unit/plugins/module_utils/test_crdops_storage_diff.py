@@ -131,7 +131,8 @@ def test_none_conversion_compares_at_the_storage_version_and_counts_per_object()
     assert d["changed"] == {}
     assert d["examples"] == {".status.ok": ["default/a", "default/b"], ".spec.old": ["default/a"]}
     assert d["checked"] is True and d["revision"] == 77 and d["skipped"] == {}
-    assert api.paths == [path("a"), path("b"), path("c")]
+    # and the CRD once, to judge the removal by its schema (none here: a loss)
+    assert [p for p in api.paths if "/customresourcedefinitions/" not in p] == [path("a"), path("b"), path("c")]
 
 
 def test_the_sample_size_bounds_the_reads():
@@ -185,7 +186,7 @@ def test_webhook_objects_at_another_served_version_are_compared_at_their_own_ver
     values = [raw("a", "v1", 10, spec={"oldName": 1, "gone": 2})]
     api = FakeApi({path("a", "v1"): view("a", "v1", 10, spec={"oldName": 1})})
     d = diff_crd(api, FakeSampler(values), _webhook_crd(), "/registry", converter=lambda *a: pytest.fail("asked"))
-    assert api.paths == [path("a", "v1")]
+    assert [p for p in api.paths if "/customresourcedefinitions/" not in p] == [path("a", "v1")]
     assert (d.compared, d.compared_at_stored_version, d.removed) == (1, 1, {".spec.gone": 1})
 
 
@@ -201,11 +202,64 @@ def test_objects_at_a_version_not_served_are_converted_back_by_the_webhook_and_c
     values = [raw("b", "v0", 11, spec={"x": 1, "lost": 2})]
     api = FakeApi({path("b"): view("b", "v2", 11, spec={"y": 1})})
     d = diff_crd(api, FakeSampler(values), _webhook_crd(), "/registry", converter=webhook)
-    assert [(m, p, q) for m, p, q, _b in api.calls] == [("PATCH", path("b"), (("dryRun", "All"),))]
+    assert [(m, p, q) for m, p, q, _b in api.calls if "/customresourcedefinitions/" not in p] == [
+        ("PATCH", path("b"), (("dryRun", "All"),))]
     assert [a[0] for a in asked] == ["stable.example.com/v0"]
     assert (d.compared, d.compared_by_conversion_review, d.skipped) == (1, 1, {})
     assert (d.removed, d.added, d.changed) == ({".spec.lost": 1}, {}, {})
     assert d.unverified is None
+
+
+def _with_v0_schema(crd_obj, spec_props):
+    v0 = crd_obj["spec"]["versions"][0]
+    v0["schema"] = {"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": spec_props}}}}
+    return crd_obj
+
+
+def test_a_zero_value_the_webhook_leaves_out_is_normalised_and_a_true_one_or_an_undeclared_field_is_lost():
+    """cert-manager's `isCA: false` (Go `omitempty`) comes back from the webhook without `isCA`: the same value when
+    read, so not a loss; `isCA: true` dropped would be, and so is `extra: 0`, a field v0's schema does not declare."""
+    hook = {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"]}}
+    crd_obj = _with_v0_schema(make_crd(versions=(("v0", False, False), ("v1", True, False), ("v2", True, True)),
+                                       conversion=hook), {"isCA": {"type": "boolean"}, "csr": {"type": "string"}})
+
+    def omitempty(c, objects, desired):
+        return [dict(o, apiVersion=desired, spec={"csr": o["spec"]["csr"]}) for o in objects]
+
+    values = [raw("a", "v0", 11, spec={"csr": "x", "isCA": False}), raw("b", "v0", 12, spec={"csr": "y", "isCA": True}),
+              raw("c", "v0", 13, spec={"csr": "z", "extra": 0})]
+    api = FakeApi({path(n): view(n, "v2", rv, spec={"csr": c}) for n, rv, c in (("a", 11, "x"), ("b", 12, "y"),
+                                                                                 ("c", 13, "z"))}
+                  | {"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.stable.example.com":
+                     (200, crd_obj)})
+    d = diff_crd(api, FakeSampler(values), Crd.from_api(crd_obj), "/registry", converter=omitempty)
+    assert d.normalised == {".spec.isCA": 1}
+    assert d.removed == {".spec.isCA": 1, ".spec.extra": 1}
+    assert d.would_change == 3
+
+
+def test_a_zero_value_with_a_schema_default_is_lost_and_so_is_every_removal_when_the_crd_is_gone():
+    """A default makes absent read as the default, not as the zero value; with the CRD deleted meanwhile there is
+    no schema to judge by."""
+    crd_obj = _with_v0_schema(make_crd(versions=(("v0", True, False), ("v2", True, True))),
+                              {"paused": {"type": "boolean", "default": True}, "n": {"type": "integer"}})
+    values = [raw("a", "v0", 11, spec={"paused": False, "n": 0})]
+    crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.stable.example.com"
+    api = FakeApi({path("a"): view("a", "v2", 11, spec={}), crd_path: (200, crd_obj)})
+    d = diff_crd(api, FakeSampler(values), Crd.from_api(crd_obj), "/registry")
+    assert (d.removed, d.normalised) == ({".spec.paused": 1}, {".spec.n": 1})
+    gone = FakeApi({path("a"): view("a", "v2", 11, spec={})})
+    d = diff_crd(gone, FakeSampler(values), Crd.from_api(crd_obj), "/registry")
+    assert (d.removed, d.normalised) == ({".spec.paused": 1, ".spec.n": 1}, {})
+
+
+def test_zero_values_per_occurrence_in_list_items():
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.normalised import is_zero, split_removed
+    schema = {"properties": {"items": {"type": "array", "items": {"properties": {"on": {"type": "boolean"}}}}}}
+    stored = {"items": [{"on": False}, {"on": True}]}
+    assert split_removed(stored, {"items": [{}, {}]}, schema) == ({".items[].on"}, {".items[].on"})
+    assert [is_zero(v) for v in (False, 0, 0.0, "", [], {}, True, 1, "0", [0], None)] == [True] * 6 + [False] * 5
 
 
 def test_a_webhook_that_cannot_be_asked_leaves_the_objects_unverified_and_says_why():
