@@ -582,15 +582,18 @@ crds:
       description:
         - The HA barrier before the pass, planned from the CRD as read under its Lease (every endpoint and the version
           it reported, seconds waited, C(mode), consecutive C(polls) required, C(warning), the endpoints that
-          C(lagged) and C(caught_up_after_s)); null in check mode.
+          C(lagged) and C(caught_up_after_s), the members an earlier run saw lag in C(lagged_before), kept on the
+          CRD as annotation C(migration.crdops.io/lagged) until a drain after them is over); null in check mode.
       type: dict
       returned: when a pass ran
     drain:
       description:
         - The drain window waited before the pass (see O(drain_window)) - C(window_s), C(spec_changed_at) (the CRD's
-          last spec change, apiserver clock), C(anchor) (what the window counted from - V(flip), V(barrier), V(unknown)
-          when no managedFields entry owns the spec, V(none) for a window of 0), C(waited_s), C(note); null in check
-          mode and for a managedFields-only pass.
+          last spec change, apiserver clock), C(anchor) (what the window counted from - V(flip), V(barrier),
+          V(earlier lag) for a lag an earlier run saw, V(unknown) when no managedFields entry owns the spec, V(none)
+          for a window of 0), C(waited_s), C(note), C(lagged_before), C(admission_margin_s) (added after the flip's
+          stamp for its admission and commit), C(clock_allowance_s) (added for apiservers whose clocks are behind);
+          null in check mode and for a managedFields-only pass.
       type: dict
       returned: when a pass ran
       version_added: 1.1.0

@@ -302,6 +302,13 @@ class FakeCluster:
                     return status(422, "the server rejected our request due to an error in our request", "Invalid")
             elif op["op"] == "replace" and op["path"] == "/metadata/managedFields":
                 crd["metadata"]["managedFields"] = op["value"]
+            elif op["path"].startswith("/metadata/annotations/"):  # test / remove of one annotation (lag_note.py)
+                key = op["path"].rsplit("/", 1)[1].replace("~1", "/").replace("~0", "~")
+                ann = crd["metadata"].get("annotations") or {}
+                if key not in ann or (op["op"] == "test" and ann[key] != op["value"]):
+                    return status(422, "the server rejected our request due to an error in our request", "Invalid")
+                if op["op"] == "remove":
+                    del ann[key]
             else:
                 raise AssertionError("unexpected CRD patch op %r" % op)
         crd["metadata"]["resourceVersion"] = self.next_rv()

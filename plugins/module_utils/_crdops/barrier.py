@@ -22,7 +22,7 @@ import base64
 import hashlib
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from .crd import Crd
 from .errors import CrdOpsError, OutcomeError, RefusalError
@@ -76,19 +76,35 @@ class BarrierResult:
     # round of the final all-current streak); None when no endpoint lagged. The drain counts from it (drain.py).
     caught_up_at: Optional[float] = None
     caught_up_after_s: Optional[float] = None  # the same, in seconds after the barrier started
+    # members an earlier run saw lag and whose drain it did not finish (lag_note.py): treated as having lagged here
+    lagged_before: List[str] = field(default_factory=list)
+    generation: int = 0  # the CRD generation the barrier ran for: its spec had committed before ``started_at``
+    started_at: Optional[float] = None  # clock time of the first round
+    # endpoint -> its ``Date`` minus our wall clock, lowest seen (drain.py converts the apiservers' times with it)
+    clock_offsets: Dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> Dict[str, Any]:
         return {"name": self.crd, "storage_version": self.storage_version, "endpoints": dict(self.endpoints),
                 "waited_s": round(self.waited_s, 3), "passed": self.passed, "mode": self.mode,
                 "polls": self.polls, "warning": self.warning, "lagged": list(self.lagged),
+                "lagged_before": list(self.lagged_before),
                 "caught_up_after_s": None if self.caught_up_after_s is None else round(self.caught_up_after_s, 3)}
 
+    @property
+    def lag_seen(self) -> List[str]:
+        """Every member known to have lagged behind this flip: in this run or, by its note, in an earlier one."""
+        return self.lagged + [m for m in self.lagged_before if m not in self.lagged]
 
-def reported_storage_version(transport: Transport, crd: Crd) -> Optional[str]:
-    """The version this apiserver says it stores ``crd`` at, from its discovery document."""
+
+def reported_storage_version(transport: Transport, crd: Crd,
+                              on_date: Optional[Callable[[Optional[str]], None]] = None) -> Optional[str]:
+    """The version this apiserver says it stores ``crd`` at, from its discovery document (``on_date`` is given
+    each answer's ``Date`` header)."""
     known = dict((storage_version_hash(crd.group, v.name, crd.kind), v.name) for v in crd.versions)
     for version in crd.served_versions:
         resp = transport.request("GET", "/apis/%s/%s" % (crd.group, version), accept=JSON)
+        if on_date is not None:
+            on_date(resp.header("Date"))
         if not resp.ok:
             continue
         for resource in (resp.json() or {}).get("resources") or []:
@@ -97,12 +113,21 @@ def reported_storage_version(transport: Transport, crd: Crd) -> Optional[str]:
     return None
 
 
-def poll_once(transports: Mapping[str, Transport], crd: Crd, result: BarrierResult) -> List[str]:
+def poll_once(transports: Mapping[str, Transport], crd: Crd, result: BarrierResult,
+              wall: Callable[[], float] = time.time) -> List[str]:
     """One round over every target; returns the ones that do not (yet) report the storage version."""
+    from .apiservers import server_now  # apiservers.py imports this module
+
     lagging: List[str] = []
     for endpoint, transport in transports.items():
+        def offset(date: Optional[str], endpoint: str = endpoint) -> None:
+            # read after the answer arrived and the Date is whole seconds: the offset found is never above the
+            # true one, so a time converted with the lowest offset is never earlier than it was
+            if date:
+                found = server_now(date, wall) - wall()
+                result.clock_offsets[endpoint] = min(found, result.clock_offsets.get(endpoint, found))
         try:
-            seen = reported_storage_version(transport, crd)
+            seen = reported_storage_version(transport, crd, offset)
         except CrdOpsError as exc:
             seen = "<unreachable: %s>" % (exc.api_message or exc.message)
         result.endpoints[endpoint] = seen or "<not served>"
@@ -124,30 +149,38 @@ def pause(seconds: float, stop: Optional[StopSignal], sleep: Callable[[float], N
     return stop.wait(seconds) or stop.is_set()
 
 
+def new_result(transports: Mapping[str, Transport], crd: Crd, lagged_before: Sequence[str] = ()) -> BarrierResult:
+    """The barrier's result before its first round: the caller keeps it, so that a barrier that times out or is
+    stopped still tells what it saw (lag_note.py keeps that for the next run)."""
+    return BarrierResult(crd=crd.name, storage_version=crd.storage_version or "",
+                         mode=getattr(transports, "mode", "endpoints"), polls=getattr(transports, "polls", 1),
+                         warning=getattr(transports, "warning", None), lagged_before=list(lagged_before),
+                         generation=crd.generation)
+
+
 def wait_for_storage_version(transports: Mapping[str, Transport], crd: Crd, timeout: float, settle: float = 0.0,
                              clock: Callable[[], float] = time.monotonic,
                              sleep: Callable[[float], None] = time.sleep,
-                             stop: Optional[StopSignal] = None) -> BarrierResult:
+                             stop: Optional[StopSignal] = None, result: Optional[BarrierResult] = None,
+                             wall: Callable[[], float] = time.time) -> BarrierResult:
     """Block until every endpoint reports ``crd``'s storage version, then wait ``settle`` seconds.
 
     With a :class:`BarrierPlan`, every target must report it in ``plan.polls`` consecutive rounds and the
     settle wait is at least ``plan.settle_floor``. No target at all is a refusal: a barrier that polls nobody
-    proves nothing. A stop request ends the wait at once.
+    proves nothing. A stop request ends the wait at once. ``result`` (from :func:`new_result`) is filled in place.
     """
     if not transports:
         raise RefusalError("HA barrier has no apiserver to poll for storage version %s; refusing the pass "
                            "(nothing written)" % (crd.storage_version or "<none>"), crd=crd.name)
     polls = getattr(transports, "polls", 1)
     settle = max(settle, getattr(transports, "settle_floor", 0.0))
-    result = BarrierResult(crd=crd.name, storage_version=crd.storage_version or "",
-                           mode=getattr(transports, "mode", "endpoints"), polls=polls,
-                           warning=getattr(transports, "warning", None))
-    start = clock()
+    result = result if result is not None else new_result(transports, crd)
+    start = result.started_at = clock()
     streak = 0
     streak_started = start
     while True:
         round_at = clock()
-        lagging = poll_once(transports, crd, result)
+        lagging = poll_once(transports, crd, result, wall)
         for endpoint in lagging:
             if endpoint not in result.lagged:
                 result.lagged.append(endpoint)
@@ -164,7 +197,7 @@ def wait_for_storage_version(transports: Mapping[str, Transport], crd: Crd, time
         if pause(POLL_EVERY_S, stop, sleep):
             raise stopped_waiting(stop, "the HA barrier was waiting for storage version %s" % result.storage_version,
                                   crd)
-    if result.lagged:
+    if result.lag_seen:  # a member lagged (here or before): its swap is no older than this streak's first round
         result.caught_up_at = streak_started
         result.caught_up_after_s = streak_started - start
     if settle > 0 and pause(settle, stop, sleep):

@@ -21,13 +21,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union, cast
 
-from .barrier import wait_for_storage_version
+from .barrier import BarrierResult, new_result, wait_for_storage_version
 from .crd import Crd
 from .drain import DEFAULT_WINDOW_S, Drain
 from .errors import BadInputError, CrdOpsError, at_least
 from .etcd_scan import EtcdReader
 from .events import PASS_FAILED, PASS_STARTED, PASS_SUCCEEDED, emit_crd_event
 from .freshness import barrier_revision
+from .lag_note import LAGGED_ANNOTATION, earlier_lag, forget_lag, remember_lag
 from .managed_fields import check_removed_versions, keeps_ownership, removed_for
 from .pace import Learned, PaceCarry, PaceGate
 from .pass_lease import DEFAULT_NAMESPACE, LeaseHeldError, PassLease
@@ -211,22 +212,48 @@ def prover(transport: Transport, crd: Crd, options: RunOptions, progress: Progre
 def before_writes(transport: Transport, crd: Crd, options: RunOptions, barrier: Barrier,
                   lease: Optional[PassLease]) -> Tuple[Dict[str, Any], Dict[str, Any], Optional[int]]:
     """Barrier (planned now, from the CRD as read under its Lease), drain, then the skip rule's revision R:
-    (barrier, drain, R). A stop request or a lost Lease ends the waits at once."""
+    (barrier, drain, R). A stop request or a lost Lease ends the waits at once. A lag seen (here or, by its note,
+    by an earlier run) whose drain does not end here is kept on the CRD for the next run (lag_note.py)."""
     try:
         plan = barrier(crd) if callable(barrier) else barrier
     except CrdOpsError as exc:  # refused for this CRD (and the ones after it); earlier CRDs' passes stand
         exc.with_context(cluster=transport.cluster_label, crd=crd.name)
         raise
-    waited = wait_for_storage_version(plan, crd, options.barrier_timeout, options.barrier_settle, stop=options.stop)
+    note = earlier_lag(crd)
+    seen = new_result(plan, crd, note.members if note else ())
     stop_check = lease.lost_reason if lease is not None else None
-    drain = Drain(transport, options.drain_window, stop=options.stop).wait(
-        crd.name, waited.caught_up_at, on_start=lease.announce_drain if lease is not None else None,
-        stop_check=stop_check)
+    try:
+        waited = wait_for_storage_version(plan, crd, options.barrier_timeout, options.barrier_settle,
+                                          stop=options.stop, result=seen)
+        drain = Drain(transport, options.drain_window, stop=options.stop).wait(
+            crd.name, on_start=lease.announce_drain if lease is not None else None, stop_check=stop_check,
+            barrier=waited)
+    except CrdOpsError as exc:
+        keep_lag(transport, crd, seen, exc)
+        raise
     if lease is not None:
         lease.end_drain()
+    text = crd.annotations.get(LAGGED_ANNOTATION)
+    if text:  # drained after the lag it tells of (or it names another flip or CRD): no longer needed
+        drain.note = forget_lag(transport, crd.name, text) or drain.note
     # after the drain: objects written later than this revision are at the storage version (freshness.py)
     revision = barrier_revision(transport, crd) if options.skip_current else None
     return waited.to_dict(), drain.to_dict(), revision
+
+
+def keep_lag(transport: Transport, crd: Crd, seen: BarrierResult, exc: CrdOpsError) -> None:
+    """The barrier or the drain ended early after a member lagged: note it on the CRD, so that the next run drains a
+    whole window after that member catches up even when it has by the next run's first poll; the error says so."""
+    members = seen.lag_seen
+    if not members:
+        return
+    why = remember_lag(transport, crd, members)
+    if why:
+        exc.message += "; the lag was not noted on the CRD (%s): the next run may drain too little" % why
+    else:
+        exc.message += ("; noted on the CRD (%s): the next run drains a whole window after %s report%s storage "
+                        "version %s" % (LAGGED_ANNOTATION, ", ".join(members), "" if len(members) > 1 else "s",
+                                        crd.storage_version))
 
 
 def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier: Barrier,
