@@ -167,7 +167,8 @@ def _diff(d):
     diff = d.get("storage_diff") or {}
     if not diff.get("checked"):
         return {"checked": False, "reason": diff.get("reason")}
-    return dict(dict((k, diff.get(k)) for k in ("compared", "would_change", "added", "removed", "changed")),
+    return dict(dict((k, diff.get(k)) for k in ("compared", "would_change", "added", "removed", "normalised",
+                                                "changed")),
                 checked=True, keys=diff.get("key_count", diff.get("keys")))
 
 

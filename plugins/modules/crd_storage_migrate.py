@@ -545,6 +545,8 @@ crds:
           version - C(from_version), C(to_version), C(method) (V(exact) - made-up objects sent to the webhook,
           V(best_effort) - objects read at both versions, V(unavailable) - no mapping, entries kept), C(paths_mapped),
           C(paths_unmapped) (up to 50) and C(note) (how it was learnt, or why the exact way was not available).
+        - C(checked_on_objects) - for an exact mapping, the check of its rules on objects read at both versions
+          (how many, and the paths the objects contradicted, left unmapped and named), or why it could not be done.
       type: list
       elements: dict
       returned: always

@@ -30,6 +30,8 @@ OLD_FIELD, NEW_FIELD = "size", "replicas"
 # - a field split in two: spec.endpoint "host:port" -> spec.host + spec.port
 # - a field renamed inside an atomic struct (x-kubernetes-map-type: atomic, only in widget_schemas(atomic_tls=True)):
 #   spec.tls.secret -> spec.tls.secretName, spec.tls.issuer kept
+# - a move that depends on another field's presence (only in widget_schemas(presence_dependent=True)): spec.weight
+#   goes to spec.mass.value when spec.unit is set (and unit to spec.mass.unit), else to spec.legacyWeight
 NEW_MODE = "Legacy"
 TLS_RENAMES = (("secret", "secretName"),)
 
@@ -59,6 +61,12 @@ def _up(spec: dict) -> None:
             spec["port"] = port
     if "tls" in spec:
         spec["tls"] = _rename_keys(spec["tls"], TLS_RENAMES)
+    if "weight" in spec:
+        weight = spec.pop("weight")
+        if "unit" in spec:
+            spec["mass"] = {"value": weight, "unit": spec.pop("unit")}
+        else:
+            spec["legacyWeight"] = weight
 
 
 def _down(spec: dict) -> None:
@@ -79,6 +87,11 @@ def _down(spec: dict) -> None:
         spec["endpoint"] = f"{host}:{port}" if port is not None else host
     if "tls" in spec:
         spec["tls"] = _rename_keys(spec["tls"], tuple((new, old) for old, new in TLS_RENAMES))
+    mass = spec.pop("mass", None)
+    if isinstance(mass, dict):
+        spec.update({k: mass[m] for k, m in (("weight", "value"), ("unit", "unit")) if m in mass})
+    if "legacyWeight" in spec:
+        spec["weight"] = spec.pop("legacyWeight")
 
 
 def convert_object(obj: dict, desired: str) -> dict:
@@ -101,9 +114,10 @@ def _obj(**props) -> dict:
 STR, INT = {"type": "string"}, {"type": "integer"}
 
 
-def widget_schemas(atomic_tls: bool = False) -> dict[str, dict]:
+def widget_schemas(atomic_tls: bool = False, presence_dependent: bool = False) -> dict[str, dict]:
     """openAPIV3Schema of v1alpha1 and v1beta1 for the conversion above (structural, with a list-map); with
-    ``atomic_tls`` also the atomic struct spec.tls whose inner field the conversion renames."""
+    ``atomic_tls`` also the atomic struct spec.tls whose inner field the conversion renames; with
+    ``presence_dependent`` also spec.weight, whose place at v1beta1 depends on spec.unit."""
     def ports(key: str) -> dict:
         return {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": [key],
                 "items": {**_obj(**{key: STR, "number": INT}), "required": [key]}}
@@ -114,6 +128,9 @@ def widget_schemas(atomic_tls: bool = False) -> dict[str, dict]:
     if atomic_tls:
         old["properties"]["tls"] = {**_obj(secret=STR, issuer=STR), "x-kubernetes-map-type": "atomic"}
         new["properties"]["tls"] = {**_obj(secretName=STR, issuer=STR), "x-kubernetes-map-type": "atomic"}
+    if presence_dependent:
+        old["properties"].update(weight=INT, unit=STR)
+        new["properties"].update(mass=_obj(value=INT, unit=STR), legacyWeight=INT)
     return {v: _obj(apiVersion=STR, kind=STR, metadata={"type": "object"}, spec=spec)
             for v, spec in (("v1alpha1", old), ("v1beta1", new))}
 
@@ -306,6 +323,20 @@ def conversion_spec(server: WebhookServer, service: tuple[str, str] | None = Non
         config = {"service": {"namespace": service[0], "name": service[1], "path": "/convert", "port": 443},
                   "caBundle": server.ca_bundle}
     return {"strategy": "Webhook", "webhook": {"clientConfig": config, "conversionReviewVersions": ["v1"]}}
+
+
+def widget_crd(group: str, server: WebhookServer, storage: str, served: tuple[str, ...] = ("v1alpha1", "v1beta1"),
+               service: tuple[str, str] | None = None, **schema_options: bool) -> dict:
+    """The namespaced Widget CRD (plural ``widgets``) at ``served`` versions with ``storage`` storing, converted by
+    ``server``; ``schema_options`` as for ``widget_schemas``."""
+    schemas = widget_schemas(**schema_options)
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"widgets.{group}"},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                     "versions": [{"name": v, "served": True, "storage": v == storage,
+                                   "schema": {"openAPIV3Schema": schemas[v]}} for v in served],
+                     "conversion": conversion_spec(server, service)}}
 
 
 def non_loopback_address() -> str | None:

@@ -18,7 +18,7 @@ import pytest
 
 from tests.clients import Kubectl
 from tests.controlplane.kube import Kube, objects_path
-from tests.controlplane.webhook import WebhookServer, conversion_spec, widget_schemas
+from tests.controlplane.webhook import WebhookServer, widget_crd
 from tests.integration.modrun import auth_args, run_module
 
 PLURAL, KIND, NS, NAME = "widgets", "Widget", "la-atomic", "tls-1"
@@ -26,14 +26,7 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def crd(group: str, webhook: WebhookServer, storage: str) -> dict:
-    schemas = widget_schemas(atomic_tls=True)
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{PLURAL}.{group}"},
-            "spec": {"group": group, "scope": "Namespaced",
-                     "names": {"plural": PLURAL, "singular": "widget", "kind": KIND, "listKind": "WidgetList"},
-                     "versions": [{"name": v, "served": True, "storage": v == storage,
-                                   "schema": {"openAPIV3Schema": schemas[v]}} for v in ("v1alpha1", "v1beta1")],
-                     "conversion": conversion_spec(webhook)}}
+    return widget_crd(group, webhook, storage, atomic_tls=True)
 
 
 def widget(group: str, version: str, spec: dict) -> dict:

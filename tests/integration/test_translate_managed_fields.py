@@ -22,8 +22,7 @@ import pytest
 
 from tests.controlplane.etcd_reader import current_revision, keys_written_since, scan_storage
 from tests.controlplane.kube import Kube, KubeError, objects_path
-from tests.controlplane.webhook import (WebhookServer, conversion_spec, non_loopback_address, publish_as_service,
-                                        widget_schemas)
+from tests.controlplane.webhook import WebhookServer, non_loopback_address, publish_as_service, widget_crd
 from tests.integration import reliability
 from tests.integration.modrun import auth_args, run_module
 from tests.integration.test_security import service_account_token, shipped_rules, token_args
@@ -45,14 +44,7 @@ FLUX_V1BETA1_PATHS = {"f:spec": {"f:replicas": {}, "f:zones": {"f:primary": {}, 
 
 def crd(group: str, webhook: WebhookServer, storage: str, served=("v1alpha1", "v1beta1"),
         service: tuple[str, str] | None = None) -> dict:
-    schemas = widget_schemas()
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{PLURAL}.{group}"},
-            "spec": {"group": group, "scope": "Namespaced",
-                     "names": {"plural": PLURAL, "singular": "widget", "kind": KIND, "listKind": "WidgetList"},
-                     "versions": [{"name": v, "served": True, "storage": v == storage,
-                                   "schema": {"openAPIV3Schema": schemas[v]}} for v in served],
-                     "conversion": conversion_spec(webhook, service)}}
+    return widget_crd(group, webhook, storage, served, service)
 
 
 def apply(kube: Kube, group: str, version: str, name: str, manager: str, spec: dict, force: bool = False) -> dict:

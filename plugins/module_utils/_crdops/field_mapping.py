@@ -72,6 +72,7 @@ class FieldMapping:
         self.method = method
         self.rules: Dict[Path, Optional[Template]] = dict(rules or {})
         self.note = note
+        self.checked = ""  # how the rules were checked on real objects (mapping_check.py)
         self.learn_more = learn_more
         self.lock = threading.Lock()  # shared by the pass's workers: rules learnt later, struct rules derived
         self.derived: Dict[Path, Optional[Template]] = {}
@@ -95,7 +96,8 @@ class FieldMapping:
         unmapped = sorted(readable_abstract(p) for p, t in self.rules.items() if t is None)
         return {"from_version": self.from_version, "to_version": self.to_version, "method": self.method,
                 "paths_mapped": sum(1 for t in self.rules.values() if t is not None),
-                "paths_unmapped": unmapped[:50], "note": self.note or None}
+                "paths_unmapped": unmapped[:50], "note": self.note or None,
+                "checked_on_objects": self.checked or None}
 
     def translate(self, fields_v1: Any) -> Translation:
         """``fields_v1`` rewritten into the storage version's paths."""

@@ -23,6 +23,7 @@ from .webhook_review import WebhookCaller, webhook_of
 from .errors import CrdOpsError
 from .field_mapping import UNAVAILABLE, FieldMapping
 from .managed_fields import ManagedFieldsPolicy, removed_for
+from .mapping_check import check_on_objects
 from .mapping_learn import learn_exact
 from .mapping_sample import learn_from_objects
 from .transport import JSON, Transport, error_from_response
@@ -76,13 +77,15 @@ class MappingSource:
             caller = WebhookCaller(self.transport, webhook)
             desired = "%s/%s" % (self.crd.group, storage)
             try:
-                return learn_exact(lambda objs: caller.convert(self.wrap(objs, version), desired), old, new,
-                                   version, storage, note="ConversionReview of made-up objects sent to %s (%s)"
-                                   % (caller.describe(), caller.route))
+                exact = learn_exact(lambda objs: caller.convert(self.wrap(objs, version), desired), old, new,
+                                    version, storage, note="ConversionReview of made-up objects sent to %s (%s)"
+                                    % (caller.describe(), caller.route))
             except CrdOpsError as exc:
                 why = "exact mapping unavailable: %s" % exc
             except Exception as exc:  # noqa: BLE001 - e.g. an answer of an unexpected shape: the best effort instead
                 why = "exact mapping unavailable: %s: %s" % (type(exc).__name__, exc)
+            else:  # made-up objects show one branch of a conversion: real ones may contradict it
+                return check_on_objects(self.transport, self.crd, version, exact, old, new, self.sample_size)
         return learn_from_objects(self.transport, self.crd, version, old, new, self.sample_size, why)
 
     def wrap(self, contents: List[Dict[str, Any]], version: str) -> List[Dict[str, Any]]:
