@@ -34,8 +34,8 @@ def storage_diff_pruning(crds: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
         forecast = crd.get("storage_forecast") or {}
         if forecast.get("checked") and forecast.get("removed"):  # after release N: known before it is applied
             removed = dict(forecast["removed"])
-            out.append({"name": "%s (after release N, storage version %s)" % (crd.get("name"),
-                                                                             forecast.get("storage_version")),
+            name = "%s (after release N, storage version %s)" % (crd.get("name"), forecast.get("storage_version"))
+            out.append({"name": name,
                         "removed": removed, "compared": forecast.get("compared", 0), "keys": forecast.get("sampled", 0),
                         "examples": {p: (forecast.get("examples") or {}).get(p, []) for p in removed},
                         "unverified": None, "not_compared": 0})

@@ -97,7 +97,7 @@ class BarrierResult:
 
 
 def reported_storage_version(transport: Transport, crd: Crd,
-                              on_date: Optional[Callable[[Optional[str]], None]] = None) -> Optional[str]:
+                             on_date: Optional[Callable[[Optional[str]], None]] = None) -> Optional[str]:
     """The version this apiserver says it stores ``crd`` at, from its discovery document (``on_date`` is given
     each answer's ``Date`` header)."""
     known = dict((storage_version_hash(crd.group, v.name, crd.kind), v.name) for v in crd.versions)

@@ -173,10 +173,10 @@ def serving_blocker(transport: Transport, url: str, crd: Crd) -> Optional[str]:
             return "%s: apiserver %s does not store at %s yet (storageVersionHash %s, not %s): its view of the CRD " \
                    "lags" % (crd.name, url, crd.storage_version, seen or "absent", want)
     except CrdOpsError as exc:
-        return "%s: apiserver %s could not be asked what it serves (%s)" % (crd.name, url,
-                                                                        exc.api_message or exc.message)
-    return "%s: apiserver %s does not serve %s at %s" % (crd.name, url, crd.plural,
-                                                       ", ".join(versions) or "any version")
+        why = exc.api_message or exc.message
+        return "%s: apiserver %s could not be asked what it serves (%s)" % (crd.name, url, why)
+    served = ", ".join(versions) or "any version"
+    return "%s: apiserver %s does not serve %s at %s" % (crd.name, url, crd.plural, served)
 
 
 @dataclass(frozen=True)

@@ -229,8 +229,8 @@ def test_a_zero_value_the_webhook_leaves_out_is_normalised_and_a_true_one_or_an_
 
     values = [raw("a", "v0", 11, spec={"csr": "x", "isCA": False}), raw("b", "v0", 12, spec={"csr": "y", "isCA": True}),
               raw("c", "v0", 13, spec={"csr": "z", "extra": 0})]
-    api = FakeApi({path(n): view(n, "v2", rv, spec={"csr": c}) for n, rv, c in (("a", 11, "x"), ("b", 12, "y"),
-                                                                                 ("c", 13, "z"))}
+    objects = (("a", 11, "x"), ("b", 12, "y"), ("c", 13, "z"))
+    api = FakeApi({path(n): view(n, "v2", rv, spec={"csr": c}) for n, rv, c in objects}
                   | {"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.stable.example.com":
                      (200, crd_obj)})
     d = diff_crd(api, FakeSampler(values), Crd.from_api(crd_obj), "/registry", converter=omitempty)
