@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 import uuid
 from pathlib import Path
 
 import pytest
 
 from tests.controlplane.binaries import find_binaries
-from tests.controlplane.cluster import Cluster, admin_kube, start_cluster, start_fleet
+from tests.controlplane.cluster import Cluster, admin_kube, start_cluster, start_fleet, start_ha_pair
 from tests.controlplane.existing import existing_cluster_from_env
 from tests.controlplane.kube import Kube
 
@@ -78,3 +79,15 @@ def pytest_sessionfinish(session, exitstatus):
     from tests.integration import reliability
     if os.environ.get("CRDOPS_WRITE_DOCS") == "1" and exitstatus == 0 and reliability.ROWS_FILE.exists():
         reliability.render(reliability.ROWS_FILE, Path(__file__).resolve().parents[2] / "docs" / "reliability.md")
+
+
+@pytest.fixture()
+def ha(binaries, tmp_path):
+    """Two real apiservers on one etcd (contexts ha-0, ha-1), of this test alone; a member a test stopped with
+    SIGSTOP is resumed before the pair stops."""
+    pair = start_ha_pair("ha", tmp_path / "ha", binaries)
+    yield pair
+    for kas in pair.apiservers:  # never leave a stopped process behind
+        if kas.process.alive():
+            os.kill(kas.process.pid, signal.SIGCONT)
+    pair.stop()

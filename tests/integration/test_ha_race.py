@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.controlplane.cluster import admin_kube, start_ha_pair
+from tests.controlplane.cluster import admin_kube
 from tests.controlplane.etcd_reader import current_revision, keys_written_since, scan_storage
 from tests.controlplane.kube import objects_path
 from tests.integration import reliability
@@ -19,16 +19,6 @@ from tests.integration.modrun import ansible_playbook, auth_args, run_module
 from tests.integration.seed import Seeded, create_objects, crd_at, flip_storage, seed_old_objects
 
 REPO_PLAYBOOKS = Path(__file__).resolve().parents[2] / "playbooks"
-
-
-@pytest.fixture()
-def ha(binaries, tmp_path):
-    pair = start_ha_pair("ha", tmp_path / "ha", binaries)
-    yield pair
-    for kas in pair.apiservers:  # never leave a stopped process behind
-        if kas.process.alive():
-            os.kill(kas.process.pid, signal.SIGCONT)
-    pair.stop()
 
 
 def test_barrier_waits_for_every_apiserver_before_migrating(ha):

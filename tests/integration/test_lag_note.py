@@ -14,9 +14,8 @@ import os
 import signal
 import time
 
-import pytest
 
-from tests.controlplane.cluster import admin_kube, start_ha_pair
+from tests.controlplane.cluster import admin_kube
 from tests.controlplane.etcd_reader import scan_storage
 from tests.controlplane.kube import KubeError
 from tests.integration.modrun import auth_args, run_module
@@ -26,21 +25,11 @@ NOTE = "migration.crdops.io/lagged"
 WINDOW = 3
 
 
-@pytest.fixture()
-def ha(binaries, tmp_path):
-    pair = start_ha_pair("lag", tmp_path / "lag", binaries)
-    yield pair
-    for kas in pair.apiservers:  # never leave a stopped process behind
-        if kas.process.alive():
-            os.kill(kas.process.pid, signal.SIGCONT)
-    pair.stop()
-
-
 def test_a_rerun_drains_a_whole_window_after_a_member_the_last_run_saw_lagging(ha):
     a, b = admin_kube(ha, 0), ha.apiservers[1]
     both = [kas.url for kas in ha.apiservers]
     s = seed_old_objects(a, "lagnote.crdops.test", 20, flip=False)
-    args = dict(auth_args(ha, "lag-0"), names=[s.crd_name], apiserver_endpoints=both, drain_window=WINDOW,
+    args = dict(auth_args(ha, "ha-0"), names=[s.crd_name], apiserver_endpoints=both, drain_window=WINDOW,
                 barrier_settle=0, confirm_passes=0)
     os.kill(b.process.pid, signal.SIGSTOP)  # B keeps its old view of the CRD while stopped
     try:
