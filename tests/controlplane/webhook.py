@@ -186,7 +186,12 @@ class Holds:
     began before it was held, so it keeps the storage the CRD
     had then for its whole life; the apiserver calls the webhook again when it retries the update, and the hold
     then ends at once (the gate is open). Gates open at a time (``open_at``) or when the webhook has seen the n-th
-    no-op UPDATE (labels unchanged) of a trigger object (``open_on_noop``): the re-store's own passes."""
+    no-op UPDATE (labels unchanged) of a trigger object (``open_on_noop``): the re-store's own passes. With
+    ``before_it``, that no-op is itself let through only once the updates the gate let go have stopped calling
+    (QUIET_S without a call about the object): they committed first, so the pass's write finds the object changed
+    however slowly a loaded machine lets them commit."""
+
+    QUIET_S = 1.0
 
     HOLD_LABEL = "crdops-test-hold"
 
@@ -198,7 +203,11 @@ class Holds:
         self.released = 0
         self.expired = 0  # refused after max_hold: never committed
         self.noops: dict[str, int] = {}  # object name -> no-op UPDATEs seen
-        self._triggers: list[tuple[str, str, int]] = []  # (gate, object name, count)
+        self._triggers: list[tuple[str, str, int, bool]] = []  # (gate, object name, count, before_it)
+        self._held_by: dict[str, int] = {}  # gate -> updates it holds now
+        self._held_values: dict[str, int] = {}  # label value -> updates held with it now
+        self._refused: set[str] = set()  # label values whose held updates are refused (never commit)
+        self._last_update: dict[str, float] = {}  # object name -> monotonic time of its last labelled UPDATE call
 
     def open(self, gate: str) -> None:
         with self._cond:
@@ -211,9 +220,20 @@ class Holds:
         timer.daemon = True
         timer.start()
 
-    def open_on_noop(self, gate: str, name: str, count: int) -> None:
+    def open_on_noop(self, gate: str, name: str, count: int, before_it: bool = False) -> None:
         with self._cond:
-            self._triggers.append((gate, name, count))
+            self._triggers.append((gate, name, count, before_it))
+
+    def wait_values_held(self, values: list[str], timeout: float = 30.0) -> bool:
+        """Until an update with each label value in ``values`` is held; False when the timeout came first."""
+        with self._cond:
+            return self._cond.wait_for(lambda: all(self._held_values.get(v, 0) for v in values), timeout)
+
+    def refuse(self, values: list[str]) -> None:
+        """Refuse the updates held with these label values now: they never commit."""
+        with self._cond:
+            self._refused.update(values)
+            self._cond.notify_all()
 
     def wait_held(self, count: int, timeout: float = 30.0) -> None:
         with self._cond:
@@ -235,11 +255,20 @@ class Holds:
             return True
         gate = value.rsplit("-w", 1)[0]  # "<gate>-w<n>": the n-th wave of updates held by one gate
         deadline = time.monotonic() + self.max_hold
+        name = ((req.get("object") or {}).get("metadata") or {}).get("name", "")
         with self._cond:
             self.held += 1
+            self._held_by[gate] = self._held_by.get(gate, 0) + 1
+            self._held_values[value] = self._held_values.get(value, 0) + 1
+            self._last_update[name] = time.monotonic()
             self._cond.notify_all()
-            opened = self._cond.wait_for(lambda: gate in self.opened, max(0.0, deadline - time.monotonic()))
+            self._cond.wait_for(lambda: gate in self.opened or value in self._refused,
+                                max(0.0, deadline - time.monotonic()))
+            opened = gate in self.opened and value not in self._refused
             self.held -= 1
+            self._held_by[gate] -= 1
+            self._held_values[value] -= 1
+            self._last_update[name] = time.monotonic()
             if opened:
                 self.released += 1
             else:
@@ -250,10 +279,25 @@ class Holds:
     def _count_noop(self, name: str) -> None:
         with self._cond:
             self.noops[name] = self.noops.get(name, 0) + 1
-            for gate, trigger, count in self._triggers:
+            waits = []
+            for gate, trigger, count, before_it in self._triggers:
                 if trigger == name and self.noops[name] >= count:
+                    if gate not in self.opened and before_it:
+                        waits.append(gate)
                     self.opened.setdefault(gate, time.monotonic())
             self._cond.notify_all()
+            for gate in waits:
+                self._wait_committed(gate, name)
+
+    def _wait_committed(self, gate: str, name: str) -> None:
+        """Until ``gate`` holds nothing and ``name`` had no labelled UPDATE call for QUIET_S (its released
+        updates, their retries included, are through); at most max_hold."""
+        deadline = time.monotonic() + self.max_hold
+        while time.monotonic() < deadline:
+            quiet_since = time.monotonic() - self._last_update.get(name, 0.0)
+            if self._held_by.get(gate, 0) == 0 and quiet_since >= self.QUIET_S:
+                return
+            self._cond.wait(max(0.05, self.QUIET_S - quiet_since))
 
 
 class _Server(ThreadingHTTPServer):

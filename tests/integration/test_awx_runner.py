@@ -46,7 +46,9 @@ def project_releases(project: Path, s, name: str) -> dict:
         (project / "releases" / release / "crds").mkdir(parents=True)
         (project / "releases" / release / "crds" / "crds.yaml").write_text(yaml.safe_dump(doc))
     return {"crd_upgrade_release_manifests": [f"releases/{name}-n/crds/*.yaml"],
-            "crd_upgrade_target_manifests": [f"releases/{name}-next/crds/*.yaml"], "crd_upgrade_settle_seconds": 1}
+            "crd_upgrade_target_manifests": [f"releases/{name}-next/crds/*.yaml"], "crd_upgrade_settle_seconds": 1,
+            # short windows: each wave would otherwise wait out the default drain (65 s) and writers window (30 s)
+            "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0}
 
 
 def host_vars(**extra) -> dict:

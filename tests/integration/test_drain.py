@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 import yaml
@@ -49,11 +50,15 @@ def seed_with_holds(kube: Kube, webhook: WebhookServer, group: str) -> Seeded:
 class HeldUpdates:
     """Label updates of ``names`` held by the webhook until ``gates[name]`` opens. ``every``: a new wave of them every
     so many seconds until :meth:`stop` (a hold lasts at most Holds.max_hold, under the webhook's 30 s timeout, so
-    waves keep updates begun before a flip in flight however long a role takes to reach it); None: one wave."""
+    waves keep updates begun before a flip in flight however long a role takes to reach it); None: one wave.
+    ``before_flip``: (the webhook's holds, the flip's test) keeps only waves known to have begun before the flip: once
+    a wave is held the CRD is read, and a wave held when the flip had already committed is refused (it may carry the
+    new storage) and ends the waves."""
 
     def __init__(self, kube: Kube, s: Seeded, gates: dict[str, str], version: str = "v1alpha1",
-                 every: float | None = None):
+                 every: float | None = None, before_flip: tuple[Holds, Callable[[], bool]] | None = None):
         self.kube, self.s, self.gates, self.version, self.every = kube, s, gates, version, every
+        self.before_flip = before_flip
         self.threads: list[threading.Thread] = []
         self.results: dict[str, object] = {}
         self.waves = 0
@@ -72,10 +77,18 @@ class HeldUpdates:
     def _launch(self) -> None:
         while True:
             self.waves += 1
+            values = []
             for name, gate in self.gates.items():
-                t = threading.Thread(target=self._update, args=(name, f"{gate}-w{self.waves}"), daemon=True)
+                values.append(f"{gate}-w{self.waves}")
+                t = threading.Thread(target=self._update, args=(name, values[-1]), daemon=True)
                 t.start()
                 self.threads.append(t)
+            if self.before_flip is not None:
+                holds, flipped = self.before_flip
+                # held means the request had its storage; a CRD still unflipped after that means the old storage
+                if not holds.wait_values_held(values) or flipped():
+                    holds.refuse(values)
+                    return
             if self.every is None or self._stop.wait(self.every):
                 return
 
@@ -146,13 +159,15 @@ def test_the_module_drains_updates_begun_before_the_flip(cluster, kube, group, w
     assert etcd_counts(cluster, s) == {s.new(): COUNT}
 
 
-def gated_by_our_passes(holds: Holds, held: list[str], trigger: str) -> dict[str, str]:
-    """Release the k-th held update when the webhook sees our (k+1)-th no-op write of ``trigger`` (the first
-    object listed): at the start of confirming pass k, before the held objects (listed last) are tested."""
+def gated_by_our_passes(holds: Holds, held: list[str]) -> dict[str, str]:
+    """Let the k-th held object's update go when confirming pass k writes that object, and let that write through
+    only after the update committed: each of the 3 confirming passes finds an object put back at v1alpha1. (Gated
+    on the pass's first object instead, a loaded machine let the update commit after the pass had written the held
+    object, and the last pass came out clean.)"""
     gates = {}
     for k, name in enumerate(held, start=1):
         gates[name] = f"g{k}"
-        holds.open_on_noop(f"g{k}", trigger, k + 1)
+        holds.open_on_noop(f"g{k}", name, k + 1, before_it=True)  # its first no-op write is the re-store's
     return gates
 
 
@@ -163,7 +178,7 @@ def test_updates_held_past_the_drain_window_leave_no_record(cluster, kube, group
     stored bytes differ, and only the resourceVersion our write changes shows it."""
     s = seed_with_holds(kube, webhook, group)
     held = ["obj-000017", "obj-000018", "obj-000019"]
-    gates = gated_by_our_passes(webhook.holds, held, "obj-000000")
+    gates = gated_by_our_passes(webhook.holds, held)
     updates = HeldUpdates(kube, s, gates, "v1beta1")
     webhook.holds.wait_held(len(held))
     kube.apply_crd(crd_at(s, "v1beta1"))
@@ -198,13 +213,17 @@ def run_role(cluster, tmp_path: Path, s: Seeded, **host_vars) -> object:
                             "-e", extra)
 
 
+def stores(kube: Kube, s: Seeded, version: str = "v1beta1") -> bool:
+    """The CRD's storage version is ``version`` now."""
+    return any(v["storage"] and v["name"] == version for v in kube.get_crd(s.crd_name)["spec"]["versions"])
+
+
 def on_flip(kube: Kube, s: Seeded, then, timeout: float = 120.0) -> threading.Thread:
     """Call ``then(monotonic time)`` as soon as the role's release N has flipped the storage to v1beta1."""
     def watch() -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            versions = kube.get_crd(s.crd_name)["spec"]["versions"]
-            if any(v["storage"] and v["name"] == "v1beta1" for v in versions):
+            if stores(kube, s):
                 then(time.monotonic())
                 return
             time.sleep(0.05)
@@ -250,16 +269,14 @@ def test_the_role_stops_before_the_trim_when_updates_are_held_past_the_drain(clu
     phase, names the CRD and why, and trims nothing: storedVersions and release N's versions stay."""
     s = seed_with_holds(kube, webhook, group)
     held = ["obj-000017", "obj-000018", "obj-000019"]
-    gates = gated_by_our_passes(webhook.holds, held, "obj-000000")
-    updates = HeldUpdates(kube, s, gates, "v1beta1", every=8.0)
+    gates = gated_by_our_passes(webhook.holds, held)
+    updates = HeldUpdates(kube, s, gates, "v1beta1", every=4.0, before_flip=(webhook.holds, lambda: stores(kube, s)))
     webhook.holds.wait_held(len(held))
-    watcher = on_flip(kube, s, lambda _at: updates.stop())  # only updates begun before the flip stay in flight
     try:
         proc = run_role(cluster, tmp_path, s, crd_upgrade_drain_window=1, crd_upgrade_settle_seconds=0,
                         crd_upgrade_page_size=5, crd_upgrade_workers=2, crd_upgrade_max_qps=20,
                         crd_upgrade_writers_window=0)
     finally:
-        watcher.join(timeout=1)
         updates.finish(webhook.holds)
         drop_webhook(kube, group)
     out = proc.stdout + proc.stderr

@@ -54,7 +54,7 @@ def run_role(cluster, tmp_path: Path, seeded: list[Seeded]) -> tuple[dict, str]:
     host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
             "crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0],
             "crd_upgrade_release_manifests": [str(release)], "crd_upgrade_crd_names": [s.crd_name for s in seeded],
-            "crd_upgrade_drain_window": WINDOW, "crd_upgrade_settle_seconds": 0,
+            "crd_upgrade_drain_window": WINDOW, "crd_upgrade_settle_seconds": 0, "crd_upgrade_writers_window": 0,
             # not what this test is about: the access reviews and the sample dry-run
             "crd_upgrade_preflight": False}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump({"all": {"children": {"clusters": {"hosts": {
