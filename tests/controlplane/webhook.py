@@ -15,6 +15,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Callable
 
 from .pki import Pki, _sign
 from .processes import free_port
@@ -174,6 +175,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+def _storage_version(crd: dict) -> str | None:
+    for version in (crd.get("spec") or {}).get("versions") or []:
+        if version.get("storage"):
+            return version.get("name")
+    return None
+
+
 def _labels(obj: dict | None) -> dict:
     return ((obj or {}).get("metadata") or {}).get("labels") or {}
 
@@ -182,7 +190,8 @@ class Holds:
     """A slow validating webhook, on cue: an UPDATE that sets the label ``HOLD_LABEL`` to a gate name is held
     until that gate opens (at most ``max_hold`` s, below the webhook's timeoutSeconds, then it is refused), the way
     a webhook under load holds requests (the label value may end in ``-w<n>``, a wave of updates held by the same
-    gate: waves keep updates in flight for as long as a test waits for a flip it does not control). The request
+    gate: waves keep updates in flight for as long as a test waits for a flip it does not control; or the updates
+    start inside the flip's own admission, ``before_storage_change``). The request
     began before it was held, so it keeps the storage the CRD
     had then for its whole life; the apiserver calls the webhook again when it retries the update, and the hold
     then ends at once (the gate is open). Gates open at a time (``open_at``) or when the webhook has seen the n-th
@@ -205,8 +214,7 @@ class Holds:
         self.noops: dict[str, int] = {}  # object name -> no-op UPDATEs seen
         self._triggers: list[tuple[str, str, int, bool]] = []  # (gate, object name, count, before_it)
         self._held_by: dict[str, int] = {}  # gate -> updates it holds now
-        self._held_values: dict[str, int] = {}  # label value -> updates held with it now
-        self._refused: set[str] = set()  # label values whose held updates are refused (never commit)
+        self._storage_hooks: dict[str, Callable[[], None]] = {}  # CRD name -> called once before its storage flips
         self._last_update: dict[str, float] = {}  # object name -> monotonic time of its last labelled UPDATE call
 
     def open(self, gate: str) -> None:
@@ -224,16 +232,23 @@ class Holds:
         with self._cond:
             self._triggers.append((gate, name, count, before_it))
 
-    def wait_values_held(self, values: list[str], timeout: float = 30.0) -> bool:
-        """Until an update with each label value in ``values`` is held; False when the timeout came first."""
+    def before_storage_change(self, crd_name: str, then: Callable[[], None]) -> None:
+        """Call ``then()`` inside the admission of the first update of CRD ``crd_name`` that changes its storage
+        version (dry runs aside), before that update commits: whatever ``then`` starts began under the old storage.
+        Needs the webhook configuration's CRD rule (hold_updates_webhook's ``crd_name``)."""
         with self._cond:
-            return self._cond.wait_for(lambda: all(self._held_values.get(v, 0) for v in values), timeout)
+            self._storage_hooks[crd_name] = then
 
-    def refuse(self, values: list[str]) -> None:
-        """Refuse the updates held with these label values now: they never commit."""
+    def _crd_update(self, req: dict) -> bool:
+        new, old = req.get("object") or {}, req.get("oldObject") or {}
+        name = (new.get("metadata") or {}).get("name", "")
+        if req.get("dryRun") or _storage_version(new) == _storage_version(old):
+            return True
         with self._cond:
-            self._refused.update(values)
-            self._cond.notify_all()
+            then = self._storage_hooks.pop(name, None)
+        if then is not None:
+            then()
+        return True
 
     def wait_held(self, count: int, timeout: float = 30.0) -> None:
         with self._cond:
@@ -244,6 +259,8 @@ class Holds:
         """Allow (True) or, held past ``max_hold`` without its gate opening, refuse (False)."""
         if req.get("operation") != "UPDATE":
             return True
+        if (req.get("resource") or {}).get("resource") == "customresourcedefinitions":
+            return self._crd_update(req)
         new, old = _labels(req.get("object")), _labels(req.get("oldObject"))
         value = new.get(self.HOLD_LABEL)
         if new == old:
@@ -259,15 +276,11 @@ class Holds:
         with self._cond:
             self.held += 1
             self._held_by[gate] = self._held_by.get(gate, 0) + 1
-            self._held_values[value] = self._held_values.get(value, 0) + 1
             self._last_update[name] = time.monotonic()
             self._cond.notify_all()
-            self._cond.wait_for(lambda: gate in self.opened or value in self._refused,
-                                max(0.0, deadline - time.monotonic()))
-            opened = gate in self.opened and value not in self._refused
+            opened = self._cond.wait_for(lambda: gate in self.opened, max(0.0, deadline - time.monotonic()))
             self.held -= 1
             self._held_by[gate] -= 1
-            self._held_values[value] -= 1
             self._last_update[name] = time.monotonic()
             if opened:
                 self.released += 1
@@ -447,12 +460,23 @@ def deny_updates_policy(name: str, group: str, plural: str, message: str) -> lis
     return [policy, binding]
 
 
-def hold_updates_webhook(name: str, server: WebhookServer, group: str, plural: str, timeout_seconds: int = 30) -> dict:
-    """A validating webhook (failurePolicy Fail) that holds chosen UPDATEs (see :class:`Holds`)."""
+def hold_updates_webhook(name: str, server: WebhookServer, group: str, plural: str, timeout_seconds: int = 30,
+                         crd_name: str | None = None) -> dict:
+    """A validating webhook (failurePolicy Fail) that holds chosen UPDATEs (see :class:`Holds`); with ``crd_name``,
+    it also sees that CRD's updates (failurePolicy Ignore: a CRD is never blocked by this test server's absence),
+    for Holds.before_storage_change."""
+    hooks = [{"name": f"{name}.crdops.test", "clientConfig": server.client_config("/hold-updates"),
+              "rules": [{"apiGroups": [group], "apiVersions": ["*"], "operations": ["UPDATE"],
+                         "resources": [plural], "scope": "*"}],
+              "admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Fail",
+              "timeoutSeconds": timeout_seconds}]
+    if crd_name:
+        hooks.append({"name": f"crd-{name}.crdops.test", "clientConfig": server.client_config("/hold-updates"),
+                      "rules": [{"apiGroups": ["apiextensions.k8s.io"], "apiVersions": ["v1"],
+                                 "operations": ["UPDATE"], "resources": ["customresourcedefinitions"],
+                                 "scope": "Cluster"}],
+                      "matchConditions": [{"name": "this-crd", "expression": f"object.metadata.name == '{crd_name}'"}],
+                      "admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Ignore",
+                      "timeoutSeconds": timeout_seconds})
     return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": name},
-            "webhooks": [{"name": f"{name}.crdops.test", "clientConfig": server.client_config("/hold-updates"),
-                          "rules": [{"apiGroups": [group], "apiVersions": ["*"], "operations": ["UPDATE"],
-                                     "resources": [plural], "scope": "*"}],
-                          "admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Fail",
-                          "timeoutSeconds": timeout_seconds}]}
+            "metadata": {"name": name}, "webhooks": hooks}

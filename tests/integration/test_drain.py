@@ -13,7 +13,6 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Callable
 
 import pytest
 import yaml
@@ -36,13 +35,15 @@ def webhook(cluster, tmp_path):
     server.stop()
 
 
-def seed_with_holds(kube: Kube, webhook: WebhookServer, group: str) -> Seeded:
-    """COUNT objects at v1alpha1 (v1beta1 served, not stored) behind the holding webhook."""
+def seed_with_holds(kube: Kube, webhook: WebhookServer, group: str, see_the_flip: bool = False) -> Seeded:
+    """COUNT objects at v1alpha1 (v1beta1 served, not stored) behind the holding webhook; ``see_the_flip``: the
+    webhook also sees the CRD's updates (Holds.before_storage_change)."""
     s = Seeded(group, "widgets", "Widget", "Namespaced")
     kube.apply_crd(crd_at(s, "v1alpha1"))
     create_objects(kube, s, "v1alpha1", COUNT, ["ns-a"])
     name = "hold-" + group.split(".")[0]
-    kube.post(WEBHOOKS, hold_updates_webhook(name, webhook, group, s.plural))
+    kube.post(WEBHOOKS, hold_updates_webhook(name, webhook, group, s.plural,
+                                             crd_name=s.crd_name if see_the_flip else None))
     time.sleep(1.0)  # the admission plugin loads webhook configurations from its informer
     return s
 
@@ -50,15 +51,11 @@ def seed_with_holds(kube: Kube, webhook: WebhookServer, group: str) -> Seeded:
 class HeldUpdates:
     """Label updates of ``names`` held by the webhook until ``gates[name]`` opens. ``every``: a new wave of them every
     so many seconds until :meth:`stop` (a hold lasts at most Holds.max_hold, under the webhook's 30 s timeout, so
-    waves keep updates begun before a flip in flight however long a role takes to reach it); None: one wave.
-    ``before_flip``: (the webhook's holds, the flip's test) keeps only waves known to have begun before the flip: once
-    a wave is held the CRD is read, and a wave held when the flip had already committed is refused (it may carry the
-    new storage) and ends the waves."""
+    waves keep updates begun before a flip in flight however long a role takes to reach it); None: one wave."""
 
     def __init__(self, kube: Kube, s: Seeded, gates: dict[str, str], version: str = "v1alpha1",
-                 every: float | None = None, before_flip: tuple[Holds, Callable[[], bool]] | None = None):
+                 every: float | None = None):
         self.kube, self.s, self.gates, self.version, self.every = kube, s, gates, version, every
-        self.before_flip = before_flip
         self.threads: list[threading.Thread] = []
         self.results: dict[str, object] = {}
         self.waves = 0
@@ -77,18 +74,10 @@ class HeldUpdates:
     def _launch(self) -> None:
         while True:
             self.waves += 1
-            values = []
             for name, gate in self.gates.items():
-                values.append(f"{gate}-w{self.waves}")
-                t = threading.Thread(target=self._update, args=(name, values[-1]), daemon=True)
+                t = threading.Thread(target=self._update, args=(name, f"{gate}-w{self.waves}"), daemon=True)
                 t.start()
                 self.threads.append(t)
-            if self.before_flip is not None:
-                holds, flipped = self.before_flip
-                # held means the request had its storage; a CRD still unflipped after that means the old storage
-                if not holds.wait_values_held(values) or flipped():
-                    holds.refuse(values)
-                    return
             if self.every is None or self._stop.wait(self.every):
                 return
 
@@ -266,20 +255,29 @@ def test_the_role_at_defaults_drains_then_trims_and_applies_the_next_release(clu
 def test_the_role_stops_before_the_trim_when_updates_are_held_past_the_drain(cluster, kube, group, webhook, tmp_path):
     """The role with a drain window shorter than the holds (1 s): updates begun before the role's flip commit
     old-version bytes during its confirming passes, so the re-store ends without a record; the run fails in that
-    phase, names the CRD and why, and trims nothing: storedVersions and release N's versions stay."""
-    s = seed_with_holds(kube, webhook, group)
+    phase, names the CRD and why, and trims nothing: storedVersions and release N's versions stay.
+    The updates start inside the admission of the role's flip and are held before it goes on: they began under the
+    old storage, and their holds (26 s at most) run from the flip. (Waves of them started on a timer while the role
+    got there left it to chance which storage the update held last had, and a clean pass came out under load.)"""
+    s = seed_with_holds(kube, webhook, group, see_the_flip=True)
     held = ["obj-000017", "obj-000018", "obj-000019"]
     gates = gated_by_our_passes(webhook.holds, held)
-    updates = HeldUpdates(kube, s, gates, "v1beta1", every=4.0, before_flip=(webhook.holds, lambda: stores(kube, s)))
-    webhook.holds.wait_held(len(held))
+    started: list[HeldUpdates] = []
+
+    def before_the_flip() -> None:
+        started.append(HeldUpdates(kube, s, gates, "v1beta1"))
+        webhook.holds.wait_held(len(held))
+    webhook.holds.before_storage_change(s.crd_name, before_the_flip)
     try:
         proc = run_role(cluster, tmp_path, s, crd_upgrade_drain_window=1, crd_upgrade_settle_seconds=0,
                         crd_upgrade_page_size=5, crd_upgrade_workers=2, crd_upgrade_max_qps=20,
                         crd_upgrade_writers_window=0)
     finally:
-        updates.finish(webhook.holds)
+        for updates in started:
+            updates.finish(webhook.holds)
         drop_webhook(kube, group)
     out = proc.stdout + proc.stderr
+    assert started, "the role's flip never reached the webhook: " + out[-3000:]
     assert proc.returncode != 0, out[-6000:]
     assert webhook.holds.released >= 1, "no held update committed during the run: the test proved nothing"
     assert "3 confirming passes" in out and s.crd_name in out, out[-6000:]

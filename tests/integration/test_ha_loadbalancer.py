@@ -40,10 +40,6 @@ REPO = Path(__file__).resolve().parents[2]
 OBJECTS = 24             # per round: enough for several connections through B, few enough for seconds a round
 MODULE_ROUNDS_WITH = 2   # with every apiserver named (one round of each kind)
 MODULE_ROUNDS_WITHOUT = 4  # without; unfixed code went wrong in 3 of 6 such rounds (docs/testing.md)
-# the drain after the barrier's catch-up round when every apiserver is named: only our own writes go through B here,
-# none held across the flip (test_drain.py holds some); at the default 65 s such a round waited a minute for nothing.
-# Without the list the default stays: what those rounds prove must not lean on a shorter window than users get
-DRAIN_S = 5
 ROLE_ROUNDS = 1          # per variant; a playbook run costs ~30-60 s on 2 shared cores
 # option names of the barrier (module / role); kept in one place in case they are renamed
 MODULE_ENDPOINTS, ROLE_ENDPOINTS = "apiserver_endpoints", "crd_upgrade_apiserver_endpoints"
@@ -165,17 +161,14 @@ def judge(pair, r: Round, out: Outcome) -> Outcome:
     return out
 
 
-def modules_round(pair, index: int, endpoints: bool, drain: float | None = None) -> Outcome:
-    """The modules alone: crd_storage_migrate (barrier_settle 0; ``drain``: its drain_window, None the default),
-    crd_stored_versions_trim, apply N+1."""
+def modules_round(pair, index: int, endpoints: bool) -> Outcome:
+    """The modules alone: crd_storage_migrate (barrier_settle 0), crd_stored_versions_trim, apply N+1."""
     r = prepare(pair, index)
     started = time.monotonic()
     a, out = admin_kube(pair, 0), Outcome(r)
     try:
         a.apply_crd(r.release_n())  # the flip, through A: A serves v2 as storage at once, B learns it late
         args = dict(auth_args(pair, pair.lb_context), names=[r.crd_name], barrier_settle=0, barrier_timeout=30)
-        if drain is not None:
-            args["drain_window"] = drain
         if endpoints:
             args[MODULE_ENDPOINTS] = [kas.url for kas in pair.apiservers]
         migrate = run_module("crd_storage_migrate", args)
@@ -239,7 +232,7 @@ def _report(title: str, outcomes: list[Outcome]) -> Counter:
 
 
 def test_modules_with_every_apiserver_named_always_migrate_completely(lb_pair):
-    outcomes = [modules_round(lb_pair, i, endpoints=True, drain=DRAIN_S) for i in range(MODULE_ROUNDS_WITH)]
+    outcomes = [modules_round(lb_pair, i, endpoints=True) for i in range(MODULE_ROUNDS_WITH)]
     verdicts = _report("modules, both apiservers named", outcomes)
     assert verdicts == {OK: MODULE_ROUNDS_WITH}, "\n".join(o.line() for o in outcomes)
     reliability.record("HA behind HAProxy, one apiserver lagging 3-6 s, modules with every apiserver named, no etcd URL",
