@@ -175,7 +175,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-def _storage_version(crd: dict) -> str | None:
+def storage_version(crd: dict) -> str | None:
+    """The name of the CRD object's storage version (None when none is marked)."""
     for version in (crd.get("spec") or {}).get("versions") or []:
         if version.get("storage"):
             return version.get("name")
@@ -242,7 +243,7 @@ class Holds:
     def _crd_update(self, req: dict) -> bool:
         new, old = req.get("object") or {}, req.get("oldObject") or {}
         name = (new.get("metadata") or {}).get("name", "")
-        if req.get("dryRun") or _storage_version(new) == _storage_version(old):
+        if req.get("dryRun") or storage_version(new) == storage_version(old):
             return True
         with self._cond:
             then = self._storage_hooks.pop(name, None)

@@ -19,7 +19,7 @@ import yaml
 
 from tests.controlplane.etcd_reader import scan_storage
 from tests.controlplane.kube import Kube, objects_path
-from tests.controlplane.webhook import Holds, WebhookServer, hold_updates_webhook
+from tests.controlplane.webhook import Holds, WebhookServer, hold_updates_webhook, storage_version
 from tests.integration.modrun import ansible_playbook, auth_args, run_module
 from tests.integration.seed import Seeded, create_objects, crd_at
 
@@ -204,7 +204,7 @@ def run_role(cluster, tmp_path: Path, s: Seeded, **host_vars) -> object:
 
 def stores(kube: Kube, s: Seeded, version: str = "v1beta1") -> bool:
     """The CRD's storage version is ``version`` now."""
-    return any(v["storage"] and v["name"] == version for v in kube.get_crd(s.crd_name)["spec"]["versions"])
+    return storage_version(kube.get_crd(s.crd_name)) == version
 
 
 def on_flip(kube: Kube, s: Seeded, then, timeout: float = 120.0) -> threading.Thread:

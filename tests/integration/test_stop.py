@@ -44,7 +44,7 @@ def _playbook(tmp_path: Path, cluster, s: Seeded, name: str = "stop", **extra) -
     play = [{"hosts": "all", "gather_facts": False, "tasks": [{
         "name": "re-store", "crdops.migration.crd_storage_migrate": {
             "kubeconfig": str(cluster.kubeconfig), "context": cluster.contexts()[0], "names": [s.crd_name],
-            **dict(dict(page_size=100, workers=4, max_qps=MAX_QPS, progress_interval=1), **extra)}}]}]
+            "page_size": 100, "workers": 4, "max_qps": MAX_QPS, "progress_interval": 1, **extra}}]}]
     path = tmp_path / f"{name}-playbook.yml"
     path.write_text(yaml.safe_dump(play))
     return path
