@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.latency_probe import describe as probe_words
+
 MAX_MESSAGE = 500
 
 
@@ -115,6 +117,11 @@ def crd_upgrade_managed_fields_managers(passes):
             managers.extend(dict(m, **tag) for m in crd.get("managed_fields_managers") or [])
             reduced.extend(dict(r, **tag) for r in crd.get("managed_fields_ownership_reduced") or [])
     return {"managers": managers, "ownership_reduced": reduced}
+
+
+def crd_upgrade_others_saw(crd):
+    """What other clients saw during a crd_storage_migrate pass (its ``pace.probe``), in words."""
+    return probe_words((crd.get("pace") or {}).get("probe"))
 
 
 class FilterModule:

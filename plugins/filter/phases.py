@@ -156,6 +156,15 @@ def _managed_fields(m):
                          for f in m.get("field_mappings") or []]}
 
 
+def _others_saw(m):
+    """What the pass's latency probe saw (other clients' GET latency idle and during the writes), with the pass's
+    objects per second; None without a probe (pace max, latency_budget 0, nothing written)."""
+    probe = (m.get("pace") or {}).get("probe")
+    if not probe:
+        return None
+    return dict(probe, objects_per_s=m.get("objects_per_s"))
+
+
 def _proof(record):
     """The migration record the verify read: valid for the live CRD or why not (drain adds how it was proven)."""
     return {"record_valid": bool(record.get("valid")), "reason": record.get("reason"),
@@ -211,7 +220,7 @@ def crd_upgrade_result_crds(plan, migrated=(), verified=(), trimmed=(), etcd=(),
         result.overlay(client_check, lambda c: {"client_check": _client(c)})
         return _planned_only(result, etcd)
     result.overlay(migrated, lambda m: dict(dict((k, m.get(k)) for k in _PASS_COUNTS), first_failure=_first_failure(m),
-                                            managed_fields=_managed_fields(m)))
+                                            managed_fields=_managed_fields(m), others_saw=_others_saw(m)))
     result.overlay(diff, lambda d: {"storage_diff": _diff(d)})
     result.overlay(client_check, lambda c: {"client_check": _client(c)})
     # the state after the last phase that read it: release N+1 if it was applied, else the verify

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from ansible_collections.crdops.migration.plugins.filter.crd_upgrade import (
     crd_upgrade_client_records, crd_upgrade_client_summary, crd_upgrade_doubts, crd_upgrade_held_back_entry,
-    crd_upgrade_leftovers, crd_upgrade_managed_fields_managers, crd_upgrade_refusals, crd_upgrade_without)
+    crd_upgrade_leftovers, crd_upgrade_managed_fields_managers, crd_upgrade_others_saw, crd_upgrade_refusals,
+    crd_upgrade_without)
 from ansible_collections.crdops.migration.plugins.filter.fleet import (
     crd_upgrade_fleet_report, crd_upgrade_iso_utc, crd_upgrade_report_merge, crd_upgrade_report_prune,
     crd_upgrade_result_lines)
@@ -67,6 +68,7 @@ STEPS = {
     "client_summary": crd_upgrade_client_summary,
     "client_records": crd_upgrade_client_records,
     "managed_fields_managers": crd_upgrade_managed_fields_managers,
+    "others_saw": crd_upgrade_others_saw,
     # result and report
     "iso_utc": crd_upgrade_iso_utc,
     "result_crds": crd_upgrade_result_crds,

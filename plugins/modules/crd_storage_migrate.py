@@ -95,13 +95,30 @@ options:
       - V(gentle) measures the latency of its own writes, learns the idle latency (lowest window median of the last
         minute, re-measured every 15 s with a single write in flight) and adapts how many writes are in flight, between
         1 and O(workers). Latency over 1.5 times the idle latency cuts the number in proportion; a throttled answer
-        (429/503) halves it; otherwise it grows by one per window. Other clients of the apiserver keep their latency.
+        (429/503) halves it; otherwise it grows by one per window.
+      - With V(gentle), what other clients see is held too (see O(latency_budget)).
       - V(max) keeps O(workers) writes in flight all the time, for a maintenance window.
       - O(max_qps) caps both. The state of the pace is returned in RV(crds[].pace) and shown in the progress lines.
     type: str
     choices: [gentle, max]
     default: gentle
     version_added: 1.1.0
+  latency_budget:
+    description:
+      - With O(pace=gentle), how much slower other clients may find the apiserver while the pass writes, as a multiple
+        of their idle p99 latency. V(0) turns the probe off (the writes' own latency alone sets the pace).
+      - A probe stands in for other clients. It sends a GET of the pass Lease 20 times a second, with the run's credentials
+        (the same authentication and API Priority and Fairness flow as the writes), on a connection of its own and
+        outside O(max_qps). Its samples from before the first write are the idle baseline (at least 30, taken during
+        the barrier and the drain, else every 5 ms just before the first write, or carried over from the run's previous
+        pass). From then on, the p99 of
+        its last 5 s is held within this multiple, beside the write latency; whichever asks for the slower pace wins.
+      - An idle baseline whose p99 is over 5 times its p50 is too noisy to hold anything to. The result then says
+        C(baseline noisy) and the budget is not applied.
+      - What the probe saw is returned in RV(crds[].pace.probe) and shown in the pass's result line.
+    type: float
+    default: 2.0
+    version_added: 1.3.0
   apiserver_endpoints:
     description:
       - Every apiserver of an HA control plane, as C(https://host:port) URLs, reached with the same credentials.
@@ -570,6 +587,11 @@ crds:
           C(windows), C(probes) (windows run at one write in flight), C(peak_in_flight) and C(started_from)
           (C(limit) and C(baseline_ms) this pass started from, learned by the previous pass of the same run with
           O(pace=gentle); null for the first pass).
+        - With a probe (see O(latency_budget)), C(probe_cuts) (cuts it asked for) and C(probe), what other clients
+          saw - C(target) (the Lease it read), C(budget), C(baseline) (V(ok), V(noisy) or V(none)),
+          C(baseline_carried) (from the run's previous pass), C(idle) and C(during) (C(p50_ms), C(p99_ms),
+          C(samples)), C(multiple) (the p99 during the writes over the idle p99), C(held) (C(multiple) within
+          C(budget)) and C(errors) (probe GETs that failed).
       type: dict
       returned: always
       sample: {mode: gentle, final_limit: 3, min_limit: 1, max_limit_reached: 5, workers: 8, baseline_ms: 2.4,
@@ -706,6 +728,7 @@ OPTIONS = dict(
     page_size=dict(type="int", default=500),
     workers=dict(type="int", default=8),
     pace=dict(type="str", choices=["gentle", "max"], default="gentle"),
+    latency_budget=dict(type="float", default=2.0),
     max_qps=dict(type="float"),
     retry_deadline=dict(type="float", default=120),
     max_failures=dict(type="int"),
@@ -776,7 +799,8 @@ class Migrate(Job):
             force=p["force"], require_record=tuple(p["require_record"]),
             barrier_timeout=p["barrier_timeout"], barrier_settle=p["barrier_settle"],
             lease_namespace=p["lease_namespace"], lease_wait=p["lease_wait"], stop=self.stop,
-            drain_window=p["drain_window"], confirm_passes=p["confirm_passes"])
+            drain_window=p["drain_window"], confirm_passes=p["confirm_passes"],
+            latency_budget=p["latency_budget"])
         self.options.validate()
         self.require_etcd_client()
 

@@ -15,6 +15,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from .follow_report import removal, removal_words
+from .latency_probe import describe as probe_words
 from .run_plan import NOTHING
 
 TROUBLESHOOTING = "docs/troubleshooting.md"
@@ -199,6 +200,9 @@ def crd_line(d: Dict[str, Any]) -> str:
     etcd = d.get("etcd") or {}
     if etcd:
         parts.append("etcd %s of %s keys at %s" % (etcd.get("at_want"), etcd.get("key_count"), etcd.get("want")))
+    others = probe_words(d.get("others_saw"))
+    if others:
+        parts.append(others)
     return "%s: %s" % (d.get("name"), "; ".join(parts) or "changed")
 
 
@@ -206,7 +210,7 @@ def crd_line(d: Dict[str, Any]) -> str:
 _CRD_KEYS = ("new", "stored_before", "stored_after", "storage_before", "storage_version", "objects", "listed",
              "rewritten", "unchanged", "gone", "failed", "duration_s", "skipped", "first_failure", "trimmed", "etcd",
              "upgraded", "removed_versions", "proof", "managed_fields", "storage_diff", "client_check", "plan",
-             "writers", "crd_fields_removed")
+             "writers", "crd_fields_removed", "others_saw")
 _CLUSTER_KEYS = ("status", "failed_phase", "error", "duration_s", "crds", "totals", "nothing_to_do", "held_back")
 
 
@@ -222,6 +226,7 @@ def _complete(c: Dict[str, Any]) -> Dict[str, Any]:
     out["crds"] = [dict(dict((k, None) for k in _CRD_KEYS), **d) for d in out["crds"] or []]
     for d in out["crds"]:
         d["crd_fields_removed"] = _worded(d["crd_fields_removed"])
+        d["others_saw_words"] = probe_words(d["others_saw"])
         if d.get("plan") and d["plan"].get("removes_fields"):
             d["plan"] = dict(d["plan"], removes_fields=_worded(d["plan"]["removes_fields"]))
     out["totals"] = out["totals"] or {}

@@ -29,8 +29,9 @@ from .etcd_scan import EtcdReader
 from .events import PASS_FAILED, PASS_STARTED, PASS_SUCCEEDED, emit_crd_event
 from .freshness import barrier_revision
 from .lag_note import LAGGED_ANNOTATION, earlier_lag, forget_lag, remember_lag
+from .latency_probe import DEFAULT_BUDGET, LatencyProbe
 from .managed_fields import check_removed_versions, keeps_ownership, removed_for
-from .pace import Learned, PaceCarry, PaceGate
+from .pace import GENTLE, Learned, PaceCarry, PaceGate
 from .pass_lease import DEFAULT_NAMESPACE, LeaseHeldError, PassLease
 from .proof import DEFAULT_CONFIRM_PASSES, ConfirmingPasses, etcd_proof
 from .record import Proof, validate_record
@@ -38,7 +39,7 @@ from .restore import (
     CrdResult, RestoreOptions, RunPolicy, StopCheck, check_migratable, fix_managed_fields, migrate_crd, run_policy)
 from .selection import get_crd
 from .stop import StopSignal
-from .transport import Transport
+from .transport import Transport, error_from_response
 
 TOTAL_KEYS = ("listed", "rewritten", "unchanged", "gone", "failed", "throttled", "skipped_by_checkpoint",
               "already_current", "managed_fields_rewritten", "managed_fields_dropped", "objects_with_stale_managed_fields",
@@ -69,10 +70,17 @@ class RunOptions:
     etcd: Optional[EtcdReader] = None
     # the pace a previous run of this cluster learned (its result's ``pace_learned``): the first pass starts there
     pace_start: Optional[Learned] = None
+    # pace gentle: what other clients see (a probe GET of the pass Lease) is held within this multiple of its idle
+    # p99 (latency_probe.py); 0: no probe, the writes' own latency alone
+    latency_budget: float = DEFAULT_BUDGET
 
     def validate(self) -> None:
         self.restore.validate()
         at_least("drain_window", self.drain_window, 0)
+        at_least("latency_budget", self.latency_budget, 0)
+        if 0 < self.latency_budget < 1.0:
+            raise BadInputError("latency_budget must be 0 (off) or at least 1.0 (a multiple of the idle p99), got %s"
+                                % self.latency_budget)
         at_least("confirm_passes", self.confirm_passes, 0)
         if self.confirm_passes > 10:
             raise BadInputError("confirm_passes must be at most 10, got %d" % self.confirm_passes)
@@ -320,12 +328,15 @@ def run_migration(transport: Transport, crds: List[Crd], options: RunOptions,
     for index, crd in enumerate(crds, start=1):
         progress.state["crd_index"] = index  # the CRD the next progress reports are about
         lease = None if check_mode else take_lease(transport, crd, options)
-        gate = carry.gate()
+        probe = start_probe(transport, lease, options, carry)
+        gate = carry.gate(probe)
         try:
             if lease is not None:  # another run may have finished (record) or advanced (checkpoint) meanwhile
                 crd = get_crd(transport, crd.name)
             entry, had_valid_record = migrate_one(transport, crd, options, barrier, progress, lease, gate)
         finally:
+            if probe is not None:
+                probe.stop()
             released = lease.release() if lease is not None else None
             carry.keep(gate)
             result.pace_learned = carry.learned.to_dict() if carry.learned else None
@@ -338,6 +349,24 @@ def run_migration(transport: Transport, crds: List[Crd], options: RunOptions,
         if is_change(entry, had_valid_record, check_mode):
             result.changed = True
     return result
+
+
+def start_probe(transport: Transport, lease: Optional[PassLease], options: RunOptions,
+                carry: PaceCarry) -> Optional[LatencyProbe]:
+    """The probe of one pass under pace gentle with a budget: GETs of its pass Lease on a connection of its own (no
+    max_qps bucket), from now (the barrier and the drain are idle time to measure) until the pass ends."""
+    if lease is None or options.restore.pace != GENTLE or not options.latency_budget:
+        return None
+    own = getattr(transport, "for_endpoint", None)
+    base_url = getattr(transport, "base_url", None)
+    conn: Transport = own(base_url) if own is not None and base_url else transport
+    path = lease.path
+
+    def fetch() -> None:
+        resp = conn.request("GET", path)
+        if not resp.ok:
+            raise error_from_response(resp, "latency probe GET of the pass Lease", cluster=transport.cluster_label)
+    return LatencyProbe(fetch, options.latency_budget, baseline=carry.idle, target=lease.where).start()
 
 
 def take_lease(transport: Transport, crd: Crd, options: RunOptions) -> PassLease:

@@ -12,6 +12,11 @@ throttled answer (429/503) halves it at once, once per window. Every ``probe_eve
 with a single write in flight, so the baseline is re-measured at the lowest load this client can offer instead
 of drifting up with the load it causes (BBR's ProbeRTT). docs/how-it-works.md says why this and not AIMD.
 
+What other clients see is a signal of its own (latency_probe.py): with a probe, a window also cuts the limit when
+the probe's p99 over its sliding window is above ``budget`` times its idle p99, in proportion, at most once per
+``probe_cut_every`` seconds (the probe's window still holds the samples from before a cut), and the limit does not
+grow while it is above. Whichever signal asks for the deeper cut wins.
+
 ``pace: max`` measures the same way but never moves the limit from ``workers`` (the full-speed behaviour of
 a maintenance window). Both modes are bounded by the transport's ``max_qps``.
 
@@ -29,6 +34,9 @@ from collections import deque
 from dataclasses import dataclass
 from statistics import median
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+
+from .latency_probe import MIN_IDLE_SAMPLES, Baseline, LatencyProbe
+from .latency_probe import describe as probe_describe
 
 GENTLE = "gentle"
 MAX = "max"
@@ -67,14 +75,19 @@ class PaceSettings:
     probe_every: float = 15.0  # seconds between windows run at one write in flight
     initial_limit: float = 1.0  # the first window is the first idle measurement
     max_cut: float = 0.5  # a window never cuts the limit below this fraction
+    probe_cut_every: float = 2.0  # seconds between cuts asked for by the latency probe
 
 
 class GradientLimiter:
     """The limit and what it was learned from. Not thread-safe: :class:`PaceGate` calls it under its lock."""
 
     def __init__(self, max_limit: int, adaptive: bool = True, settings: PaceSettings = PaceSettings(),
-                 clock: Clock = time.monotonic, start: Optional[Learned] = None) -> None:
+                 clock: Clock = time.monotonic, start: Optional[Learned] = None,
+                 probe: Optional[LatencyProbe] = None) -> None:
         self.max_limit = max(1, int(max_limit))
+        self.probe = probe if adaptive else None  # pace max holds no budget
+        self.probe_cuts = 0  # cuts the probe asked for (what other clients saw)
+        self._last_probe_cut: Optional[float] = None
         self.adaptive = adaptive
         self.settings = settings
         self.clock = clock
@@ -165,13 +178,29 @@ class GradientLimiter:
 
     def _adjust(self, p50: float) -> None:
         target = (self.baseline or 0.0) * self.settings.tolerance + self.settings.slack
-        if p50 > target:
+        factors = [target / p50] if p50 > target else []
+        over = self._probe_over_budget()
+        if over is not None and self._probe_may_cut():
+            factors.append(over)
+            self.probe_cuts += 1
+            self._last_probe_cut = self.clock()
+        if factors:
             self.congested += 1
             if self.limit > 1.0:  # at one write in flight there is nothing left to cut
                 self.backoffs += 1
-            self._set_limit(self.limit * max(self.settings.max_cut, target / p50))
-        else:
+            self._set_limit(self.limit * max(self.settings.max_cut, min(factors)))
+        elif over is None:
             self._set_limit(self.limit + 1.0)
+
+    def _probe_over_budget(self) -> Optional[float]:
+        """budget / multiple when the probe's window is over the budget, else None."""
+        multiple = self.probe.multiple() if self.probe is not None else None
+        if multiple is None or self.probe is None or multiple <= self.probe.budget:
+            return None
+        return self.probe.budget / multiple
+
+    def _probe_may_cut(self) -> bool:
+        return self._last_probe_cut is None or self.clock() - self._last_probe_cut >= self.settings.probe_cut_every
 
     def _set_limit(self, value: float) -> None:
         self.limit = min(float(self.max_limit), max(1.0, value))
@@ -183,7 +212,7 @@ class GradientLimiter:
                 "min_limit": int(self.min_seen), "max_limit_reached": int(self.max_seen), "workers": self.max_limit,
                 "baseline_ms": _ms(self.baseline), "latency_ms": _ms(self.latency), "backoffs": self.backoffs,
                 "throttle_backoffs": self.throttle_backoffs, "windows": self.windows,
-                "congested_windows": self.congested, "probes": self.probes,
+                "congested_windows": self.congested, "probes": self.probes, "probe_cuts": self.probe_cuts,
                 "started_from": self.started_from.to_dict() if self.started_from else None}
 
 
@@ -202,9 +231,18 @@ class PaceGate:
         self.in_flight = 0
         self.peak_in_flight = 0
         self._cond = threading.Condition()
+        self._writing = False
+
+    @property
+    def probe(self) -> Optional[LatencyProbe]:
+        return self.limiter.probe
 
     def acquire(self, give_up: Callable[[], bool]) -> Optional[float]:
-        """Wait for a permit; the start time of the write, or None when ``give_up()`` says the pass stopped."""
+        """Wait for a permit; the start time of the write, or None when ``give_up()`` says the pass stopped. The
+        first one first lets the probe finish its idle baseline."""
+        if not self._writing and self.probe is not None:
+            self.probe.writes_begin(give_up)
+        self._writing = True
         with self._cond:
             while self.in_flight >= self.limiter.permits:
                 if give_up():
@@ -232,26 +270,32 @@ class PaceGate:
         with self._cond:
             snap = self.limiter.snapshot()
             snap["peak_in_flight"] = self.peak_in_flight
-            return snap
+        if self.probe is not None:
+            snap["probe"] = self.probe.summary()
+        return snap
 
 
 def pace_gate(mode: str, workers: int, clock: Clock = time.monotonic,
-              settings: PaceSettings = PaceSettings(), start: Optional[Learned] = None) -> PaceGate:
-    """The gate of one pass: adaptive for ``gentle`` (from ``start`` when an earlier pass learned it), fixed at
-    ``workers`` for ``max``."""
-    limiter = GradientLimiter(workers, adaptive=(mode == GENTLE), settings=settings, clock=clock, start=start)
+              settings: PaceSettings = PaceSettings(), start: Optional[Learned] = None,
+              probe: Optional[LatencyProbe] = None) -> PaceGate:
+    """The gate of one pass: adaptive for ``gentle`` (from ``start`` when an earlier pass learned it; holding
+    ``probe``'s budget when given), fixed at ``workers`` for ``max``."""
+    limiter = GradientLimiter(workers, adaptive=(mode == GENTLE), settings=settings, clock=clock, start=start,
+                              probe=probe)
     return PaceGate(limiter, clock=clock)
 
 
 class PaceCarry:
-    """One cluster's passes, one after another: each gate starts from what the previous gates learned."""
+    """One cluster's passes, one after another: each gate starts from what the previous gates learned, and each
+    probe from the idle baseline an earlier probe measured."""
 
     def __init__(self, mode: str, workers: int, start: Optional[Learned] = None) -> None:
         self.mode, self.workers = mode, workers
         self.learned = start
+        self.idle: Optional[Baseline] = None
 
-    def gate(self) -> PaceGate:
-        return pace_gate(self.mode, self.workers, start=self.learned)
+    def gate(self, probe: Optional[LatencyProbe] = None) -> PaceGate:
+        return pace_gate(self.mode, self.workers, start=self.learned, probe=probe)
 
     def keep(self, gate: PaceGate) -> None:
         """After a pass: remember what its gate learned (a pass that wrote nothing leaves the memory as it was)."""
@@ -259,6 +303,9 @@ class PaceCarry:
             learned = gate.limiter.learned()
         if learned is not None:
             self.learned = learned
+        probe = gate.probe
+        if probe is not None and probe.baseline is not None and probe.baseline.samples >= MIN_IDLE_SAMPLES:
+            self.idle = probe.baseline  # a noisy one too: the next pass would only wait to measure it again
 
 
 def describe(snap: Optional[Dict[str, Any]]) -> str:
@@ -270,4 +317,5 @@ def describe(snap: Optional[Dict[str, Any]]) -> str:
         text += ", write p50 %.1f ms (idle %.1f ms)" % (snap["latency_ms"], snap.get("baseline_ms") or 0.0)
     if snap.get("backoffs"):
         text += ", %d backoffs" % int(snap["backoffs"])
-    return text
+    probe = probe_describe(snap.get("probe"))
+    return text + ("; " + probe if probe else "")

@@ -368,8 +368,9 @@ def test_a_clusters_second_crd_starts_at_the_pace_the_first_one_reached(monkeypa
         ProgressFile, RunOptions, run_migration)
 
     class Calm(PaceCarry):
-        def gate(self):
-            return pace_gate(self.mode, self.workers, settings=PaceSettings(tolerance=1e6), start=self.learned)
+        def gate(self, probe=None):
+            return pace_gate(self.mode, self.workers, settings=PaceSettings(tolerance=1e6), start=self.learned,
+                             probe=probe)
 
     monkeypatch.setattr(migration_run, "PaceCarry", Calm)
     second = "widgets.stable.example.com"

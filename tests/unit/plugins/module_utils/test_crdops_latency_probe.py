@@ -1,0 +1,189 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""What other clients see: the latency probe's baseline, window and summary on a fake clock, the limiter holding
+its budget beside the write latency, and the probe on its own thread against a fake fetch."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import ApiError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.latency_probe import (
+    MIN_IDLE_SAMPLES, Baseline, LatencyProbe, describe, percentile)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.pace import (
+    GradientLimiter, PaceCarry, PaceGate, PaceSettings)
+
+
+class FakeClock(object):
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def probe_on(clock, budget=2.0, **kw):
+    return LatencyProbe(lambda: None, budget, clock=clock, **kw)
+
+
+def idle(probe, clock, latency, n=MIN_IDLE_SAMPLES, jitter=0.0):
+    """``n`` idle samples 50 ms apart; every tenth ``jitter`` s slower."""
+    for i in range(n):
+        clock.t += 0.05
+        probe.record(clock.t, latency + (jitter if i % 10 == 9 else 0.0))
+
+
+def during(probe, clock, latency, seconds=5.0):
+    for _ in range(int(seconds / 0.05)):
+        clock.t += 0.05
+        probe.record(clock.t, latency)
+
+
+def begin(probe):
+    probe.writes_begin(lambda: False)
+
+
+def test_percentile_is_nearest_rank():
+    values = [float(v) for v in range(1, 101)]
+    assert percentile(values, 50) == 50.0 and percentile(values, 99) == 99.0 and percentile([3.0], 99) == 3.0
+
+
+def test_idle_samples_before_the_first_write_are_the_baseline_and_the_window_p99_its_multiple():
+    clock = FakeClock()
+    probe = probe_on(clock)
+    idle(probe, clock, 0.010)
+    begin(probe)
+    assert probe.baseline == Baseline(0.010, 0.010, MIN_IDLE_SAMPLES) and probe.baseline.usable
+    assert probe.multiple() is None  # too few samples in the window yet
+    during(probe, clock, 0.030)
+    assert probe.multiple() == pytest.approx(3.0)
+    # the window slides: 5 s of idle-like answers later, the multiple is back near 1
+    during(probe, clock, 0.011)
+    assert probe.multiple() == pytest.approx(1.1)
+    summary = probe.summary()
+    assert summary["baseline"] == "ok" and summary["idle"] == {"p50_ms": 10.0, "p99_ms": 10.0, "samples": 30}
+    assert summary["during"]["p99_ms"] == 30.0 and summary["multiple"] == 3.0 and summary["held"] is False
+    assert describe(summary) == "other clients' GET p99 10.0 -> 30.0 ms (x3.00, budget x2.0 NOT held)"
+
+
+def test_a_noisy_or_short_idle_is_no_baseline_and_the_budget_is_not_applied():
+    clock = FakeClock()
+    noisy = probe_on(clock)
+    idle(noisy, clock, 0.004, jitter=0.100)  # p99 26x the p50
+    begin(noisy)
+    during(noisy, clock, 0.050)
+    assert not noisy.baseline.usable and noisy.multiple() is None
+    assert noisy.summary()["baseline"] == "noisy" and noisy.summary()["held"] is None
+    assert describe(noisy.summary()).startswith("other clients' GET: baseline noisy (idle p50 4.0 ms")
+    short = probe_on(clock)
+    idle(short, clock, 0.004, n=MIN_IDLE_SAMPLES - 1)
+    begin(short)  # not started: no thread to wait for
+    assert short.baseline.samples == MIN_IDLE_SAMPLES - 1 and not short.baseline.usable
+
+
+def test_a_carried_baseline_needs_no_idle_samples_and_round_trips():
+    clock = FakeClock()
+    carried = Baseline(0.008, 0.012, 40)
+    assert Baseline.from_dict(carried.to_dict()) == carried
+    assert Baseline.from_dict({"p50_ms": 1}) is None and Baseline.from_dict(None) is None
+    probe = probe_on(clock, baseline=carried)
+    begin(probe)
+    during(probe, clock, 0.018)
+    assert probe.multiple() == pytest.approx(1.5) and probe.summary()["baseline_carried"] is True
+    assert probe.summary()["held"] is True
+
+
+def limiter_with(probe, clock, workers=8):
+    settings = PaceSettings(probe_every=1e9)
+    return GradientLimiter(workers, settings=settings, clock=clock, probe=probe)
+
+
+def feed(lim, clock, latency_s, windows=1, probe=None, probe_latency=None):
+    """Full windows of writes taking ``latency_s`` (10 ms apart); the probe answers ``probe_latency`` meanwhile."""
+    for _window in range(windows):
+        for _write in range(lim.window_size()):
+            clock.t += 0.01
+            if probe is not None and probe_latency is not None:
+                probe.record(clock.t, probe_latency)
+            lim.on_sample(clock.t - latency_s, latency_s)
+
+
+def test_the_limiter_holds_the_probe_budget_when_the_writes_latency_does_not_move():
+    clock = FakeClock()
+    probe = probe_on(clock)
+    idle(probe, clock, 0.010)
+    begin(probe)
+    lim = limiter_with(probe, clock)
+    feed(lim, clock, 0.002, windows=12, probe=probe, probe_latency=0.012)  # others fine: grows to the workers
+    assert lim.permits == 8 and lim.probe_cuts == 0
+    # our writes stay fast, other clients' GETs go 3x slower: cut in proportion (2/3), and again only 2 s later
+    feed(lim, clock, 0.002, windows=3, probe=probe, probe_latency=0.030)
+    assert lim.probe_cuts == 1 and lim.limit == pytest.approx(8 * 2.0 / 3.0)
+    cut_at = clock.t
+    while clock.t - cut_at < 2.5:
+        feed(lim, clock, 0.002, windows=1, probe=probe, probe_latency=0.030)
+    assert lim.probe_cuts == 2 and lim.permits < 5
+    snap = lim.snapshot()
+    assert snap["probe_cuts"] == lim.probe_cuts and snap["congested_windows"] >= lim.probe_cuts
+
+
+def test_no_growth_while_the_probe_is_over_budget_and_pace_max_ignores_it():
+    clock = FakeClock()
+    probe = probe_on(clock)
+    idle(probe, clock, 0.010)
+    begin(probe)
+    lim = limiter_with(probe, clock)
+    feed(lim, clock, 0.002, windows=4, probe=probe, probe_latency=0.012)
+    grown = lim.limit
+    feed(lim, clock, 0.002, windows=1, probe=probe, probe_latency=0.030)  # cut
+    after_cut = lim.limit
+    feed(lim, clock, 0.002, windows=1, probe=probe, probe_latency=0.030)  # within 2 s of the cut: held, no growth
+    assert after_cut < grown and lim.limit == after_cut
+    fixed = GradientLimiter(8, adaptive=False, clock=clock, probe=probe)
+    assert fixed.probe is None and fixed.permits == 8
+
+
+def test_the_gate_waits_for_the_idle_baseline_then_reports_the_probe_and_the_carry_keeps_its_baseline():
+    answers = []
+
+    def fetch():
+        answers.append(time.monotonic())
+        time.sleep(0.001)
+    probe = LatencyProbe(fetch, 2.0, interval=0.002, target="default/crdops-pass-x").start()
+    try:
+        carry = PaceCarry("gentle", 4)
+        gate = carry.gate(probe)
+        started = gate.acquire(lambda: False)
+        assert started is not None and len(answers) >= MIN_IDLE_SAMPLES  # the first write waited for the baseline
+        gate.release(started)
+    finally:
+        probe.stop()
+    snap = gate.snapshot()
+    assert snap["probe"]["target"] == "default/crdops-pass-x" and snap["probe"]["idle"]["samples"] >= MIN_IDLE_SAMPLES
+    carry.keep(gate)
+    assert carry.idle == probe.baseline  # the next pass of the cluster starts from it, noisy or not
+
+
+def test_failed_probe_requests_count_as_errors_not_latencies_and_stop_ends_the_thread():
+    calls = []
+
+    def fetch():
+        calls.append(1)
+        raise ApiError("probe refused", status=403)
+    probe = LatencyProbe(fetch, 2.0, interval=0.001).start()
+    deadline = time.monotonic() + 5
+    while len(calls) < 5 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    probe.stop()
+    assert probe.errors >= 5 and probe.summary()["idle"] is None and describe(probe.summary()) == ""
+    assert not any(t.name == "crdops-latency-probe" and t.is_alive() for t in threading.enumerate())
+
+
+def test_a_gate_without_a_probe_is_unchanged():
+    gate = PaceGate(GradientLimiter(2))
+    started = gate.acquire(lambda: False)
+    gate.release(started)
+    assert "probe" not in gate.snapshot() and gate.snapshot()["probe_cuts"] == 0
