@@ -244,6 +244,7 @@ def test_the_role_at_defaults_drains_then_trims_and_applies_the_next_release(clu
         drop_webhook(kube, group)
     assert proc.returncode == 0, proc.stdout[-6000:]
     assert "proof confirming-pass" in proc.stdout, proc.stdout[-6000:]
+    assert "other clients' GET" in proc.stdout, proc.stdout[-6000:]  # the pass says what its latency probe saw
     assert webhook.holds.opened["t8.8"] and webhook.holds.released >= len(gates)  # held across the flip
     crd = kube.get_crd(s.crd_name)
     assert crd["status"]["storedVersions"] == ["v1beta1"]

@@ -115,9 +115,10 @@ def cluster_plan(crds: List[Dict[str, Any]]) -> Dict[str, Any]:
     estimates = [p.get("estimate_s") for p in plans if p.get("to_restore")]
     blocked = ["%s %s: %s" % (c["name"], b["version"], b["why"]) for c in crds
                for b in (c.get("plan") or {}).get("blocked") or []]
+    paces = [p["pace"] for p in plans if p.get("pace")]
     return {"crds_changing": changing, "to_restore": _sum(crds, "to_restore"),
             "estimate_s": None if None in estimates else round(sum(float(e or 0) for e in estimates), 1),
-            "blocked": blocked, "nothing_to_do": not changing}
+            "blocked": blocked, "nothing_to_do": not changing, "pace": paces[0] if paces else None}
 
 
 def duration(seconds: Optional[float]) -> str:
@@ -134,6 +135,8 @@ def plan_line(plan: Dict[str, Any]) -> str:
         len(plan["crds_changing"]), ", ".join(plan["crds_changing"]), plan["to_restore"])
     if plan["to_restore"]:
         text += ", %s" % duration(plan["estimate_s"])
+    if plan.get("pace"):
+        text += " (%s)" % plan["pace"]
     if plan["blocked"]:
         text += "; blocked removals: %s" % "; ".join(plan["blocked"])
     return text

@@ -95,6 +95,16 @@ def _steps(plan: Dict[str, Any], new: bool) -> List[str]:
     return steps
 
 
+def pace_words(switches: Dict[str, Any]) -> str:
+    """The pace the re-store will keep, as the plan says it: which budget it holds for other clients."""
+    if switches.get("pace", "gentle") != "gentle":
+        return "pace max: %d writes in flight, other clients' latency not held" % int(switches.get("workers") or 1)
+    budget = float(switches.get("latency_budget", 2.0) or 0)
+    if not budget:
+        return "pace gentle by the writes' own latency (latency budget off)"
+    return "pace gentle: other clients' GET p99 held within x%.1f of idle" % budget
+
+
 def plan_of(entry: Dict[str, Any], record: Dict[str, Any], switches: Dict[str, Any],
             sample: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     """The plan of one CRD from its crd_upgrade_plan entry, its migration record (crd_storage_info) and sample."""
@@ -120,7 +130,8 @@ def plan_of(entry: Dict[str, Any], record: Dict[str, Any], switches: Dict[str, A
         "estimate_s": seconds, "estimate_basis": basis,
         # what following the releases would remove from the live CRD (check mode reads it: follow_report.py)
         "removes_fields": list(entry.get("follow_removals") or []),
-        "release_in_effect": bool(entry.get("release_in_effect"))}
+        "release_in_effect": bool(entry.get("release_in_effect")),
+        "pace": pace_words(switches) if to_restore else None}
     plan["steps"] = _steps(plan, bool(entry.get("new")))
     plan["action"] = "; ".join(plan["steps"]) or NOTHING
     # not a step (nothing changes): said so the plan shows why no storage flip is sent and no drain is waited

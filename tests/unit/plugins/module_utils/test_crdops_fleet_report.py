@@ -100,6 +100,21 @@ def test_console_end_lines_one_per_crd_that_changed():
                      "v1 -> v2; removed v1; etcd 4 of 4 keys at x.io/v2"]
 
 
+def test_what_other_clients_saw_ends_the_crds_line_and_is_worded_for_the_templates():
+    others = {"target": "default/crdops-pass-w.x.io", "budget": 2.0, "baseline": "ok", "baseline_carried": False,
+              "idle": {"p50_ms": 4.0, "p99_ms": 9.5, "samples": 31}, "during": {"p50_ms": 6.1, "p99_ms": 15.2,
+                                                                                "samples": 400},
+              "multiple": 1.6, "held": True, "errors": 0, "objects_per_s": 120.5}
+    crd = {"name": "w.x.io", "listed": 4, "rewritten": 4, "unchanged": 0, "gone": 0, "failed": 0,
+           "others_saw": others}
+    (line,) = crd_upgrade_result_lines(result("c1", "ok", crds=[crd]))[1:]
+    assert line == ("  w.x.io: re-stored 4 of 4 (unchanged 0, gone 0, failed 0); other clients' GET p99 9.5 -> 15.2 ms "
+                    "(x1.60, budget x2.0 held)")
+    enriched = fleet_report.enrich(result("c1", "ok", crds=[crd, {"name": "g.x.io"}]))
+    assert enriched["crds"][0]["others_saw_words"] == line.split("; ")[-1]
+    assert enriched["crds"][1]["others_saw_words"] == ""  # a report from an older release has none
+
+
 def test_merge_keeps_the_newest_report_of_each_slice():
     old = {"slice": "1", "title": "t", "clusters": [result("a", "failed", error="x")]}
     new = {"slice": "1", "title": "t", "clusters": [result("a", "ok")]}
