@@ -45,24 +45,54 @@ def split_pace(options: dict, restore_options: type) -> tuple[dict, str | None, 
     return options, None, f"engine has no pace option (asked {pace})"
 
 
+def gentle_gate(transport, crd, opts, budget: float):
+    """As crd_storage_migrate runs a gentle pass: under its pass Lease, with the latency probe on that Lease
+    holding ``budget`` (an engine from before the probe, or pace max: no gate of our own). (gate, cleanup)."""
+    if opts.pace != "gentle" or not budget or not engine.has_module("latency_probe"):
+        return None, lambda: None
+    pace_mod, lease_mod, probe_mod, transport_mod = (
+        engine.module(m) for m in ("pace", "pass_lease", "latency_probe", "transport"))
+    lease = lease_mod.PassLease(transport, crd.name).acquire(30.0)
+    conn = transport.for_endpoint(transport.base_url)
+
+    def fetch() -> None:
+        resp = conn.request("GET", lease.path)
+        if not resp.ok:
+            raise transport_mod.error_from_response(resp, "latency probe GET")
+    probe = probe_mod.LatencyProbe(fetch, budget, target=lease.where).start()
+
+    def cleanup() -> None:
+        probe.stop()
+        lease.release()
+    return pace_mod.pace_gate(opts.pace, opts.workers, probe=probe), cleanup
+
+
 def child_engine(spec: dict) -> dict:
-    """migrate_crd over one CRD with RestoreOptions(**spec["options"]), timed from connect to the result."""
+    """migrate_crd over one CRD with RestoreOptions(**spec["options"]) (``latency_budget`` aside: the probe's, see
+    gentle_gate), timed from connect to the result."""
     engine.use(spec["collections"])
     connection, restore, selection = (engine.module(m) for m in ("connection", "restore", "selection"))
-    options, pace, note = split_pace(spec.get("options", {}), restore.RestoreOptions)
+    options = dict(spec.get("options", {}))
+    budget = float(options.pop("latency_budget", 2.0))
+    options, pace, note = split_pace(options, restore.RestoreOptions)
     opts = restore.RestoreOptions(**options)
     rss_before = rss_kb()[0]
     t0 = time.monotonic()
     transport = connection.connect(connection.ConnectionOptions(**spec["auth"]), pool_size=opts.workers + 2,
                                    max_qps=spec.get("max_qps"))
     crd = selection.get_crd(transport, spec["crd"])
-    if spec.get("profile"):
-        import cProfile
-        prof = cProfile.Profile()
-        result = prof.runcall(restore.migrate_crd, transport, crd, opts)
-        prof.dump_stats(spec["profile"])
-    else:
-        result = restore.migrate_crd(transport, crd, opts)
+    gate, cleanup = gentle_gate(transport, crd, opts, budget)
+    gated = {"pace": gate} if gate is not None else {}
+    try:
+        if spec.get("profile"):
+            import cProfile
+            prof = cProfile.Profile()
+            result = prof.runcall(restore.migrate_crd, transport, crd, opts, **gated)
+            prof.dump_stats(spec["profile"])
+        else:
+            result = restore.migrate_crd(transport, crd, opts, **gated)
+    finally:
+        cleanup()
     t1 = time.monotonic()
     transport.close()
     return {"seconds": t1 - t0, "t0": t0, "t1": t1, "result": result.to_dict(), "rss_before_kb": rss_before, "pace": pace,

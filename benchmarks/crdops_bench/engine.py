@@ -6,6 +6,7 @@ working tree while the benchmark runs cannot mix two versions of the engine into
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 import tempfile
 from types import ModuleType
@@ -34,6 +35,11 @@ def use(collections: str) -> None:
     extra = f"{collections}/ansible_collections"
     if namespace is not None and hasattr(namespace, "__path__") and extra not in list(namespace.__path__):
         namespace.__path__.insert(0, extra)
+
+
+def has_module(name: str) -> bool:
+    """Does the snapshot's engine have this module (an older one may not)?"""
+    return importlib.util.find_spec(f"{PACKAGE}.{name}") is not None
 
 
 def module(name: str) -> ModuleType:

@@ -37,6 +37,16 @@ class Ratios:
             return div(during, idle)
         return med_of([one(r) for r in rows(self.raw, "gentle", contender, n)])
 
+    def own_probe_ratio(self, contender: str, n: int) -> float:
+        """Our own probe's p99 multiple (the pass's ``pace.probe``) ÷ the external probe's GET multiple: near 1
+        when the signal the pace holds is what another client sees."""
+        def one(r):
+            own = ((r.get("pace_state") or {}).get("probe") or {}).get("multiple")
+            during = ((r.get("probe_during") or {}).get("get") or {}).get("p99", NAN)
+            idle = ((r.get("probe_idle") or {}).get("get") or {}).get("p99", NAN)
+            return div(float(own), div(during, idle)) if own is not None else NAN
+        return med_of([one(r) for r in rows(self.raw, "gentle", contender, n)])
+
     def gentle(self, n: int) -> None:
         ceiling, intree = self.rate("gentle", "ceiling", n), self.rate("gentle", "in-tree", n)
         gentle, fast = self.rate("gentle", "ours-gentle", n), self.rate("gentle", "ours-max", n)
@@ -48,6 +58,9 @@ class Ratios:
                 self.add(f"probe {kind.upper()} p99 during ÷ idle, {other} @ {n:,}", self.p99_ratio(other, n, kind),
                          pace={"ours-max": "max", "ours-gentle-apf": "gentle + APF",
                                "ours-gentle-admin": "gentle, APF-exempt"}.get(other, ""))
+        for mine in ("ours-gentle", "ours-gentle-admin"):
+            self.add(f"own probe ÷ external probe, GET p99 multiple, {mine} @ {n:,}", self.own_probe_ratio(mine, n),
+                     pace="gentle")
         self.add(f"ours-gentle ÷ ceiling throughput @ {n:,} (default settings)", div(gentle, ceiling),
                  f"≥ {GENTLE_SHARE}", div(gentle, ceiling) >= GENTLE_SHARE, "gentle")
         self.add(f"ours-max ÷ ceiling throughput @ {n:,}", div(fast, ceiling), f"≥ {MAX_SHARE}",
