@@ -187,3 +187,33 @@ def test_a_gate_without_a_probe_is_unchanged():
     started = gate.acquire(lambda: False)
     gate.release(started)
     assert "probe" not in gate.snapshot() and gate.snapshot()["probe_cuts"] == 0
+
+
+def test_a_pass_whose_writes_stay_fast_while_other_clients_slow_down_is_held_by_the_probe_alone():
+    """Other clients' GETs slow with each of our writes in flight, our writes do not: the write-latency signal
+    alone grows to every worker; with the probe's budget the pace stays low, and both passes are exact."""
+    from tests.unit.plugins.module_utils.test_crdops_pace import NAME, slow_cluster
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.pace import pace_gate
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions, RestorePass
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
+
+    def run(with_probe):
+        c, state = slow_cluster(1500, per_in_flight=0.0, base=0.004)
+
+        def others_get():  # what another client waits for: 3 ms idle, 2 ms more per write of ours in flight
+            time.sleep(0.003 + 0.002 * state["in"])
+        probe = LatencyProbe(others_get, 2.0, interval=0.005).start() if with_probe else None
+        try:
+            gate = pace_gate("gentle", 8, settings=PaceSettings(probe_every=1e9), probe=probe)
+            result = RestorePass(c, get_crd(c, NAME), RestoreOptions(page_size=100, workers=8), pace=gate).run()
+        finally:
+            if probe is not None:
+                probe.stop()
+        assert (result.listed, result.rewritten, result.failed, result.complete) == (1500, 1500, 0, True)
+        return result.pace
+
+    alone, held = run(False), run(True)
+    assert alone["final_limit"] == 8 and "probe" not in alone and alone["probe_cuts"] == 0, alone
+    # a cut at most every 2 s, no growth in between: the limit stays down for the rest of the pass
+    assert held["probe_cuts"] >= 1 and held["final_limit"] <= 4, held
+    assert held["probe"]["baseline"] == "ok" and held["probe"]["idle"]["p50_ms"] < 5, held["probe"]
