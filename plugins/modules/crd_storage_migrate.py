@@ -115,7 +115,7 @@ options:
         its last 5 s is held within this multiple, beside the write latency; whichever asks for the slower pace wins.
       - An idle baseline whose p99 is over 5 times its p50 is too noisy to hold anything to. The result then says
         C(baseline noisy) and the budget is not applied.
-      - What the probe saw is returned in RV(crds[].pace.probe) and shown in the pass's result line.
+      - What the probe saw is returned in C(probe) of RV(crds[].pace) and shown in the pass's result line.
     type: float
     default: 2.0
     version_added: 1.3.0

@@ -37,7 +37,7 @@ def idle(probe, clock, latency, n=MIN_IDLE_SAMPLES, jitter=0.0):
 
 
 def during(probe, clock, latency, seconds=5.0):
-    for _ in range(int(seconds / 0.05)):
+    for _sample in range(int(seconds / 0.05)):
         clock.t += 0.05
         probe.record(clock.t, latency)
 
@@ -214,6 +214,7 @@ def test_a_pass_whose_writes_stay_fast_while_other_clients_slow_down_is_held_by_
 
     alone, held = run(False), run(True)
     assert alone["final_limit"] == 8 and "probe" not in alone and alone["probe_cuts"] == 0, alone
-    # a cut at most every 2 s, no growth in between: the limit stays down for the rest of the pass
-    assert held["probe_cuts"] >= 1 and held["final_limit"] <= 4, held
+    # only the probe cut: where the limit ends depends on the machine's timing (a cut at most every 2 s, growth
+    # again once the probe's window is back within the budget)
+    assert held["probe_cuts"] >= 1 and held["min_limit"] < 8, held
     assert held["probe"]["baseline"] == "ok" and held["probe"]["idle"]["p50_ms"] < 5, held["probe"]
