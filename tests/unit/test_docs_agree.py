@@ -1,0 +1,77 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The docs agree with the code: every module is named where README lists them, every default a docs table gives
+for a role or playbook variable is the one the code uses, and every variable the fleet playbooks read is
+documented."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+ROLE_DEFAULTS = yaml.safe_load((REPO / "roles" / "crd_upgrade" / "defaults" / "main.yml").read_text())
+# set by the playbooks themselves for the role, not by users
+PLAYBOOK_INTERNAL = {"crd_upgrade_report_hosts", "crd_upgrade_report_on_failure", "crd_upgrade_percent"}
+
+
+def table_rows(path: Path, heading: str) -> list[list[str]]:
+    """The cells of the first Markdown table after the line containing ``heading``."""
+    text = path.read_text().split(heading, 1)[1]
+    rows, started = [], False
+    for line in text.splitlines():
+        if line.startswith("|"):
+            started = True
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not set("".join(cells)) <= set("-: "):
+                rows.append(cells)
+        elif started:
+            break
+    return rows[1:]  # the header row aside
+
+
+def literal(cell: str):
+    """A default as a docs cell writes it (`8`, `true`, `[1, "10%", "100%"]`, empty), as YAML reads it."""
+    if cell.strip() == "empty":
+        return []
+    found = re.fullmatch(r"`([^`]*)`|(\d+)", cell.strip())
+    return yaml.safe_load(found.group(1) or found.group(2)) if found else cell.strip()
+
+
+def playbook_defaults() -> dict:
+    """Each user-facing variable the fleet playbooks read, with the ``default(...)`` they give it."""
+    out = {}
+    for playbook in (REPO / "playbooks").glob("fleet_*.yml"):
+        for name, default in re.findall(r"(crd_upgrade_\w+) \| default\(([^()]*(?:\([^()]*\))?[^()]*)\)",
+                                        playbook.read_text()):
+            out.setdefault(name, yaml.safe_load(default) if default else None)
+        for name in re.findall(r"\b(crd_upgrade_\w+)\b", playbook.read_text()):
+            out.setdefault(name, None)
+    return {k: v for k, v in out.items() if k not in PLAYBOOK_INTERNAL and not k.endswith("_")}
+
+
+def test_readme_names_every_module():
+    listed = next(line for line in (REPO / "README.md").read_text().splitlines() if line.startswith("| `plugins/modules/`"))
+    missing = [p.stem for p in (REPO / "plugins" / "modules").glob("crd_*.py") if f"`{p.stem}`" not in listed]
+    assert not missing, f"README's module list leaves out {missing}"
+
+
+def test_the_awx_survey_defaults_are_the_roles():
+    for cells in table_rows(REPO / "docs" / "awx.md", "Survey (answers become extra vars"):
+        match = re.fullmatch(r"`(crd_upgrade_\w+)`", cells[1])
+        if match and match.group(1) in ROLE_DEFAULTS:
+            assert literal(cells[3]) == ROLE_DEFAULTS[match.group(1)], (cells, ROLE_DEFAULTS[match.group(1)])
+
+
+def test_every_playbook_variable_is_documented_with_the_default_the_playbook_uses():
+    rows = {literal(cells[0]): cells for cells in table_rows(REPO / "docs" / "runbook.md", "Playbook variables")}
+    spec = yaml.safe_load((REPO / "roles" / "crd_upgrade" / "meta" / "argument_specs.yml").read_text())
+    role_options = set(spec["argument_specs"]["main"]["options"])
+    for name, default in playbook_defaults().items():
+        if name in role_options:
+            continue  # documented with the role (ansible-doc -t role)
+        assert name in rows, f"docs/runbook.md's playbook variables leave out {name}"
+        if default is not None and rows[name][2] != "none":
+            assert literal(rows[name][2]) == default, (name, rows[name], default)
