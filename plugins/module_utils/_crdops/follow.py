@@ -47,18 +47,26 @@ def progress_line(state: Dict[str, Any], total: Optional[int]) -> Optional[str]:
     eta = _duration(remaining / rate) if rate > 0 else ("0s" if remaining == 0 else "unknown")
     position = crd_position(state)
     pace = "" if cur.get("check_mode") else describe(cur.get("pace"))
-    return ("CRD %d/%d %s: %d/%d objects (%.1f%%), rewritten %d, unchanged %d, gone %d, failed %d, "
-            "skipped by checkpoint %d; %.1f obj/s, ETA %s%s%s" % (
-                position, int(state.get("crds_total") or 1), cur["crd"], done, expected, pct,
-                cur.get("rewritten") or 0, cur.get("unchanged") or 0, cur.get("gone") or 0, cur.get("failed") or 0,
-                cur.get("skipped_by_checkpoint") or 0, rate, eta, "; " + pace if pace else "",
-                " [plan only]" if cur.get("check_mode") else _kind_of_pass(cur)))
+    return ("CRD %d/%d %s%s: %d/%d objects (%.1f%%), %s; %.1f obj/s, ETA %s%s%s" % (
+        position, int(state.get("crds_total") or 1), cur["crd"], _which_pass(cur), done, expected, pct,
+        _counts(cur), rate, eta, "; " + pace if pace else "", " [plan only]" if cur.get("check_mode") else ""))
 
 
-def _kind_of_pass(cur: Dict[str, Any]) -> str:
-    """The pass after the re-store that proves it (proof.py) lists every object again: say so, or its second run
-    from 0 to 100% reads as a restart."""
-    return " [confirming pass: no-op writes, nothing to re-store]" if cur.get("confirming") else ""
+def _which_pass(cur: Dict[str, Any]) -> str:
+    """The pass after the re-store that proves it (proof.py) lists every object again: say so before its counts,
+    or its second run from 0 to 100% reads as a restart, and its "0 changed" as the re-store's result."""
+    return ", confirming pass (no-op writes, nothing to re-store)" if cur.get("confirming") else ""
+
+
+def _counts(cur: Dict[str, Any]) -> str:
+    """A confirming pass counts objects its no-op write changed (stored at another version) and confirmed; it
+    has no checkpoint. The re-store counts what it rewrote."""
+    if cur.get("confirming"):
+        return "changed %d, confirmed %d, gone %d, failed %d" % (
+            cur.get("rewritten") or 0, cur.get("unchanged") or 0, cur.get("gone") or 0, cur.get("failed") or 0)
+    return "rewritten %d, unchanged %d, gone %d, failed %d, skipped by checkpoint %d" % (
+        cur.get("rewritten") or 0, cur.get("unchanged") or 0, cur.get("gone") or 0, cur.get("failed") or 0,
+        cur.get("skipped_by_checkpoint") or 0)
 
 
 def crd_position(state: Dict[str, Any]) -> int:

@@ -93,8 +93,7 @@ def test_plan_lines_and_what_stops_discover():
     plan[1]["target_removes_storage"] = True
     assert [crd_upgrade_plan_line(c) for c in plan] == [
         "a.io: storage v1 -> v2; re-store 5 objects; storedVersions v1,v2 -> v2; release N+1 removes v1 (unknown "
-        "duration; unknown: no pace recorded on the CRD and no dry-run sample); blocked: v1 (still in status.storedVersions: "
-        "the re-store and the trim clear it before release N+1)",
+        "duration; unknown: no pace recorded on the CRD and no dry-run sample)",
         "b.io: storage v2 -> v3; re-store 5 objects; storedVersions v2 -> v3 (unknown duration; unknown: no pace "
         "recorded on the CRD and no dry-run sample)",
         "new.io: create"]

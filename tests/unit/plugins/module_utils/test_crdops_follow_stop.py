@@ -179,9 +179,12 @@ def test_a_plan_reports_its_listing():
     assert progress_line(state, 1200).endswith("[plan only]")
 
 
-def test_a_confirming_pass_is_named_in_its_progress_line():
+def test_a_confirming_pass_is_named_before_its_counts_which_are_its_own():
+    """Its "0 changed" must not read as the re-store's result, printed right before the re-store's counts line."""
     current = {"crd": NAME, "done": 300, "listed": 300, "unchanged": 300, "confirming": True}
     line = progress_line({"crds_total": 1, "crds_done": 0, "current": current}, 300)
-    assert line.endswith("[confirming pass: no-op writes, nothing to re-store]")
-    assert not progress_line({"crds_total": 1, "crds_done": 0, "current": dict(current, confirming=False)},
-                             300).endswith("]")
+    assert line.startswith("CRD 1/1 %s, confirming pass (no-op writes, nothing to re-store): 300/300 objects (100.0%%), "
+                           "changed 0, confirmed 300, gone 0, failed 0; " % NAME), line
+    restore = progress_line({"crds_total": 1, "crds_done": 0, "current": dict(current, confirming=False)}, 300)
+    assert restore.startswith("CRD 1/1 %s: 300/300 objects (100.0%%), rewritten 0, unchanged 300, gone 0, failed 0, "
+                              "skipped by checkpoint 0; " % NAME), restore

@@ -118,5 +118,5 @@ def test_progress_lines_name_the_crd_being_migrated_never_the_next_one():
     run_migration(c, [get_crd(c, NAME), get_crd(c, other)], options, {c.base_url: c}, progress)
     by_crd = {}
     for line in filter(None, lines):
-        by_crd.setdefault(line.split(":", 1)[0].split(" ", 2)[2], set()).add(line.split(" ", 2)[1])
+        by_crd.setdefault(line.split(":", 1)[0].split(",", 1)[0].split(" ", 2)[2], set()).add(line.split(" ", 2)[1])
     assert by_crd == {NAME: {"1/2"}, other: {"2/2"}}, lines
