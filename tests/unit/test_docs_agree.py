@@ -75,3 +75,14 @@ def test_every_playbook_variable_is_documented_with_the_default_the_playbook_use
         assert name in rows, f"docs/runbook.md's playbook variables leave out {name}"
         if default is not None and rows[name][2] != "none":
             assert literal(rows[name][2]) == default, (name, rows[name], default)
+
+
+def test_the_execution_environment_is_built_and_described_the_same_way_everywhere():
+    command = "ansible-builder build -f docs/execution-environment.yml"
+    for doc in ("README.md", "docs/awx.md", "docs/execution-environment.yml"):
+        text = (REPO / doc).read_text()
+        assert "ansible-builder build" not in text.replace(command, ""), f"{doc} builds the EE another way"
+    wanted = [line.split(">=")[0].split("<")[0].strip() for line in
+              (REPO / "meta" / "ee-requirements.txt").read_text().splitlines() if line and not line.startswith("#")]
+    awx = (REPO / "docs" / "awx.md").read_text().split("## 1. Execution environment", 1)[1].split("## 2.", 1)[0]
+    assert all(f"`{name}`" in awx for name in wanted), (wanted, "docs/awx.md names other EE requirements")
