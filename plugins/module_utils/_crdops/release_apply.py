@@ -21,7 +21,7 @@ from .crd import Crd, crd_path, is_established
 from .errors import CrdOpsError, NotFoundError, OutcomeError
 from .record import carry_record
 from .selection import get_crd_raw
-from .settled import differences, without_volatile
+from .crd_changes import differences, without_volatile
 from .transport import APPLY_PATCH, Transport, dumps, error_from_response
 
 POLL_S = 0.5

@@ -39,7 +39,7 @@ from typing import Any, Dict, List, Mapping, Sequence
 from .crd import is_established
 from .errors import CrdOpsError
 from .selection import get_crd_raw
-from .settled import VOLATILE_METADATA, apply_changes
+from .crd_changes import VOLATILE_METADATA, apply_changes
 from .transport import Transport
 
 # what a no-op apply by a new manager still changes: who owns what, and when

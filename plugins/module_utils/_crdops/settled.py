@@ -46,20 +46,17 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .apiservers import server_now
 from .barrier import storage_version_hash
-from .crd import Crd, crd_path, stale_managed_fields_of
+from .crd_changes import apply_changes
+from .crd import Crd, stale_managed_fields_of
 from .errors import CrdOpsError
 from .listing import list_pages
 from .pass_lease import DEFAULT_NAMESPACE, Holder, lease_name
 from .record import CHECKPOINT_ANNOTATION, PROOF_NONE, foreign_reason, validate_record
 from .release_follow import follow_release, pair_manifests
 from .repair_diagnosis import repair_in_progress
-from .selection import get_crd_raw
-from .transport import APPLY_PATCH, JSON, Transport, dumps, error_from_response
+from .transport import JSON, Transport
 
-# server-set fields that say when, not what: a no-op apply may still answer with a fresh value for these
-VOLATILE_METADATA = ("resourceVersion",)
 MAX_EXAMPLES = 3
-MAX_PATHS = 6
 RELEASE_WHY = "release N+1 applied with no change"
 
 
@@ -203,40 +200,6 @@ def release_blockers(live_names: Sequence[str], release_names: Sequence[str],
            for n in release_names if n not in target_names]
     out += ["%s: release N+1 would create it" % n for n in target_names if n not in live_names]
     return out
-
-
-def differences(before: Any, after: Any, path: str = "", limit: int = MAX_PATHS) -> List[str]:
-    """Paths (``.spec.versions``) where ``after`` differs from ``before``, at most ``limit``."""
-    if isinstance(before, dict) and isinstance(after, dict):
-        out: List[str] = []
-        for key in sorted(set(before) | set(after)):
-            if before.get(key) != after.get(key):
-                out += differences(before.get(key), after.get(key), "%s.%s" % (path, key), limit - len(out))
-            if len(out) >= limit:
-                break
-        return out[:limit]
-    return [path or "."] if before != after and limit > 0 else []
-
-
-def without_volatile(crd: Mapping[str, Any], ignored: Sequence[str] = VOLATILE_METADATA) -> Dict[str, Any]:
-    meta = {k: v for k, v in (crd.get("metadata") or {}).items() if k not in ignored}
-    return dict(crd, metadata=meta)
-
-
-def apply_changes(transport: Transport, doc: Mapping[str, Any], field_manager: str,
-                  ignored: Sequence[str] = VOLATILE_METADATA, release: str = "release N+1",
-                  live: Optional[Mapping[str, Any]] = None) -> List[str]:
-    """What applying ``doc`` would change on the live CRD (the role's forced server-side apply, sent with
-    ``dryRun=All``): the paths where the apiserver's answer differs from the CRD as read just before (``live``, else
-    a GET), leaving out the metadata fields ``ignored``."""
-    name = str((doc.get("metadata") or {}).get("name") or "")
-    live = get_crd_raw(transport, name) if live is None else live
-    query = [("fieldManager", field_manager), ("force", "true"), ("dryRun", "All")]
-    resp = transport.request("PATCH", crd_path(name), query=query, body=dumps(dict(doc)), content_type=APPLY_PATCH)
-    if not resp.ok:
-        error = error_from_response(resp, "PATCH CRD (apply, dryRun=All)", cluster=transport.cluster_label, crd=name)
-        return ["the apply of %s (dry-run) was refused: %s" % (release, error.api_message or error.message)]
-    return differences(without_volatile(live, ignored), without_volatile(resp.json(), ignored))
 
 
 def unserved_entries(transport: Transport, crd: Crd, page_size: int) -> Tuple[int, List[Dict[str, Any]]]:

@@ -15,7 +15,8 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.record im
     CHECKPOINT_ANNOTATION, RECORD_ANNOTATION, MigrationRecord)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair_diagnosis import REPAIR_ANNOTATION
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.settled import (
-    Peers, Releases, Verdict, crd_blockers, decide, differences, release_blockers)
+    Peers, Releases, Verdict, crd_blockers, decide, release_blockers)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd_changes import differences
 from tests.unit.crdops_fakes import FakeCluster, _micro_time, make_crd, status
 
 NAME = "crontabs.stable.example.com"
