@@ -39,9 +39,9 @@ from tests.integration.engine import transport_for  # noqa: E402
 from tests.integration.modrun import ansible_playbook  # noqa: E402
 from tests.integration.seed import crd_at, flip_storage  # noqa: E402
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops import restore  # noqa: E402
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.proof import ConfirmingPasses  # noqa: E402
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd  # noqa: E402
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import restore  # noqa: E402
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.proof.record_proof import ConfirmingPasses  # noqa: E402
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd  # noqa: E402
 
 OPTIONS = restore.RestoreOptions(page_size=500, workers=16, pace="max", use_checkpoint=False, write_record=False)
 

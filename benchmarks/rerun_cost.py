@@ -33,8 +33,8 @@ from tests.integration.engine import transport_for  # noqa: E402
 from tests.integration.modrun import ansible_playbook  # noqa: E402
 from tests.integration.seed import flip_storage  # noqa: E402
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops import restore  # noqa: E402
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd  # noqa: E402
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import restore  # noqa: E402
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd  # noqa: E402
 
 GROUP = "rerun.bench.crdops.io"
 

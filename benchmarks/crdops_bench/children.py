@@ -48,10 +48,10 @@ def split_pace(options: dict, restore_options: type) -> tuple[dict, str | None, 
 def gentle_gate(transport, crd, opts, budget: float):
     """As crd_storage_migrate runs a gentle pass: under its pass Lease, with the latency probe on that Lease
     holding ``budget`` (an engine from before the probe, or pace max: no gate of our own). (gate, cleanup)."""
-    if opts.pace != "gentle" or not budget or not engine.has_module("latency_probe"):
+    if opts.pace != "gentle" or not budget or not engine.has_module("restore.latency_probe"):
         return None, lambda: None
     pace_mod, lease_mod, probe_mod, transport_mod = (
-        engine.module(m) for m in ("pace", "pass_lease", "latency_probe", "transport"))
+        engine.module(m) for m in ("restore.pace", "ha.pass_lease", "restore.latency_probe", "kube.transport"))
     lease = lease_mod.PassLease(transport, crd.name).acquire(30.0)
     conn = transport.for_endpoint(transport.base_url)
 
@@ -71,7 +71,7 @@ def child_engine(spec: dict) -> dict:
     """migrate_crd over one CRD with RestoreOptions(**spec["options"]) (``latency_budget`` aside: the probe's, see
     gentle_gate), timed from connect to the result."""
     engine.use(spec["collections"])
-    connection, restore, selection = (engine.module(m) for m in ("connection", "restore", "selection"))
+    connection, restore, selection = (engine.module(m) for m in ("kube.connection", "restore.restore", "kube.selection"))
     options = dict(spec.get("options", {}))
     budget = float(options.pop("latency_budget", 2.0))
     options, pace, note = split_pace(options, restore.RestoreOptions)
@@ -105,7 +105,7 @@ def child_ceiling(spec: dict) -> dict:
     import urllib3
 
     engine.use(spec["collections"])
-    wire = engine.module("transport")
+    wire = engine.module("kube.transport")
     workers, server = spec["workers"], spec["server"].rstrip("/")
     pool = urllib3.PoolManager(maxsize=workers + 2, cert_reqs="CERT_REQUIRED", ca_certs=spec["ca"], retries=False)
     auth = {"Authorization": f"Bearer {spec['token']}"}

@@ -97,7 +97,7 @@ def seed(kube, etcd_url: str, group: str, n: int, flip: bool = True) -> float:
 
 def verify(etcd_url: str, group: str, n: int) -> tuple[bool, str]:
     """(every one of the N keys is stored at v1beta1, the counts per apiVersion), read with the engine."""
-    etcd_scan = engine.module("etcd_scan")
+    etcd_scan = engine.module("proof.etcd_scan")
     reader = etcd_scan.EtcdReader(etcd_scan.EtcdOptions(url=etcd_url))
     try:
         scan = reader.scan(crd_name(group), group, PLURAL, f"{group}/v1beta1")
@@ -116,7 +116,7 @@ def revision(etcd_url: str) -> int:
 def first_write_revision(etcd_url: str, group: str) -> int:
     """The smallest mod_revision among the group's keys: the revision of the first object written since the seed
     (keys only, paged)."""
-    etcd_scan = engine.module("etcd_scan")
+    etcd_scan = engine.module("proof.etcd_scan")
     prefix = etcd_scan.resource_prefix("/registry", group, PLURAL).encode()
     start, end, lowest = prefix, etcd_scan.range_end(prefix), 0
     while True:
@@ -133,7 +133,7 @@ def first_write_revision(etcd_url: str, group: str) -> int:
 def drop(kube, etcd_url: str, group: str) -> None:
     """Remove a finished contender's data: the objects straight from etcd (fast), then the CRD; wait until
     it is gone."""
-    etcd_scan = engine.module("etcd_scan")
+    etcd_scan = engine.module("proof.etcd_scan")
     prefix = etcd_scan.resource_prefix("/registry", group, PLURAL).encode()
     _etcd_post(etcd_url, "/v3/kv/deleterange", {"key": _b64(prefix), "range_end": _b64(etcd_scan.range_end(prefix))})
     try:

@@ -39,9 +39,12 @@ def use(collections: str) -> None:
 
 def has_module(name: str) -> bool:
     """Does the snapshot's engine have this module (an older one may not)?"""
-    return importlib.util.find_spec(f"{PACKAGE}.{name}") is not None
+    try:
+        return importlib.util.find_spec(f"{PACKAGE}.{name}") is not None
+    except ModuleNotFoundError:  # its folder is missing too
+        return False
 
 
 def module(name: str) -> ModuleType:
-    """`transport`, `restore`, `etcd_scan`, ... of the snapshot given to `use()`."""
+    """`kube.transport`, `restore.restore`, `proof.etcd_scan`, ... (folder.module) of the snapshot given to `use()`."""
     return importlib.import_module(f"{PACKAGE}.{name}")

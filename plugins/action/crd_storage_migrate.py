@@ -20,9 +20,9 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.follow import ProgressFollower, run_followed
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.stop import StopSignal, Supervision
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.progress import ProgressFollower, run_followed
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.stop import StopSignal, Supervision
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import BadInputError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import (
     argument_spec, failure, redact, restated, validate_args)
 from ansible_collections.crdops.migration.plugins.modules.crd_storage_migrate import OPTIONS, migrate

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.latency_probe import describe as probe_words
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.latency_probe import describe as probe_words
 
 MAX_MESSAGE = 500
 

@@ -15,7 +15,9 @@ import json
 import os
 import re
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops import fleet_report, report_runs
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.report import fleet_report
+
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.report import report_runs
 
 
 class AnsibleFilterError(ValueError):

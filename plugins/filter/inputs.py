@@ -18,10 +18,10 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import BadInputError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.manifests import (
     Skipped, Stripped, read_manifests, skipped_summary, stripped_summary)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.report_runs import keep_count
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.report.report_runs import keep_count
 
 ROLE_DOC = "ansible-doc -t role crdops.migration.crd_upgrade"
 NOTHING_SELECTED = ("no CRDs selected: set crd_upgrade_crd_names or crd_upgrade_release_manifests / "

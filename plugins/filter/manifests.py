@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""CRD manifests for a playbook: the modules' own reader (module_utils/_crdops/manifests.py), run on the
+"""CRD manifests for a playbook: the modules' own reader (module_utils/_crdops/kube/manifests.py), run on the
 controller, so that a file loaded here is read the same way by the modules.
 
 Documented in the sidecar .yml files of the same names.
@@ -10,8 +10,8 @@ Documented in the sidecar .yml files of the same names.
 
 from __future__ import annotations
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests import read_manifests
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import BadInputError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.manifests import read_manifests
 
 
 class AnsibleFilterError(ValueError):

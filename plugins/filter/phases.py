@@ -9,10 +9,10 @@ Documented in the sidecar .yml files of the same names.
 
 from __future__ import annotations
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops import fleet_report
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.follow_report import removals_by_crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.release_follow import dropped_paths, pair_manifests
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.run_plan import plan_of
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.report import fleet_report
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.report.removal_words import removals_by_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.follow import dropped_paths, pair_manifests
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.report.approval_plan import plan_of
 
 _NOT_YET = ("stored_after", "listed", "rewritten", "unchanged", "gone", "failed", "duration_s", "objects_per_s",
             "skipped", "first_failure", "drain")

@@ -15,13 +15,13 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops import connection as _connection
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.connection import TransportOptions
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube import connection as _connection
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.connection import TransportOptions
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.proof.etcd_scan import (
     HAS_URLLIB3, URLLIB3_IMPORT_ERROR, EtcdOptions)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import (
     BadInputError, CrdOpsError, OutcomeError, UnexpectedError, unexpected)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import Selection, select_crds
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import Selection, select_crds
 
 # Same names, aliases, types, no_log flags and K8S_AUTH_* variables as kubernetes.core
 # (plugins/module_utils/args_common.py AUTH_ARG_SPEC; env handling of k8s/client.py).

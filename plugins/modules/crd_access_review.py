@@ -87,7 +87,7 @@ cluster:
 '''
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import Job, argument_spec, run_module
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.access import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.access import (
     AccessCheck, missing, review_all)
 
 OPTIONS = dict(

@@ -300,10 +300,10 @@ broken_clients:
 '''
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import Job, argument_spec, run_module
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.client_check import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.client_check import (
     ClientCheckOptions, check_crd, post_outcome)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError, OutcomeError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.writers import WritersOptions, find_writers
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import BadInputError, OutcomeError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.writers import WritersOptions, find_writers
 
 OPTIONS = dict(
     check=dict(type="str", choices=["apply", "writers"], default="apply"),

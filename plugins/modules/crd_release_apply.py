@@ -159,10 +159,10 @@ cluster:
 '''
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import Job, argument_spec, run_module
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.release_helm import move_helm_releases
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests import read_manifests
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.release_apply import apply_release
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import BadInputError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.helm_move import move_helm_releases
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.manifests import read_manifests
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.apply import apply_release
 
 OPTIONS = dict(
     manifests=dict(type="list", elements="raw", required=True),

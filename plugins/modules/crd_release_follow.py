@@ -115,8 +115,8 @@ cluster:
 '''
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import Job, argument_spec, run_module
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests import read_manifests
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.release_follow import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.manifests import read_manifests
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.follow import (
     follow_release, pair_manifests)
 
 OPTIONS = dict(

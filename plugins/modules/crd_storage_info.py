@@ -417,17 +417,17 @@ skipped_documents:
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import (
     ETCD_ARG_SPEC, Job, argument_spec, run_module)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.apiservers import check_endpoint_urls
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import EtcdSampler
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.info import InfoOptions, describe_crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests import read_manifests
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.plan import targets_of
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.release_in_effect import releases_in_effect
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.settled import Peers, Releases, decide
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.storage_diff import storage_diff_of
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.storage_forecast import forecast_of
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.writers import iso, server_clock
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ha.apiservers import check_endpoint_urls
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.proof.etcd_scan import EtcdSampler
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.run.discover import InfoOptions, describe_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.manifests import read_manifests
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import BadInputError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.removal_plan import targets_of
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.in_effect import releases_in_effect
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.run.nothing_to_do import Peers, Releases, decide
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.proof.storage_diff import storage_diff_of
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.proof.storage_forecast import forecast_of
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.writers import iso, server_clock
 
 OPTIONS = dict(
     target_manifests=dict(type="list", elements="raw", default=[]),

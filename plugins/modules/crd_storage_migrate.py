@@ -679,17 +679,17 @@ from dataclasses import replace
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import (
     ETCD_ARG_SPEC, CrdOpsModule, Job, argument_spec, execute, restated)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.apiservers import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ha.apiservers import (
     BarrierRefusedError, plan_barrier)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import OutcomeError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import EtcdReader
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.heartbeat import Heartbeat
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.mf_report import ownership_warnings
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import OutcomeError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.proof.etcd_scan import EtcdReader
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.heartbeat import Heartbeat
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.managed_fields_tally import ownership_warnings
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.run.migration_run import (
     ProgressFile, RunOptions, RunResult, run_migration, skip_reason)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import validate_record
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.stop import StopSignal, Supervision
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record.record import validate_record
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.restore import RestoreOptions
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.stop import StopSignal, Supervision
 
 
 def barrier_plan(transport, p):

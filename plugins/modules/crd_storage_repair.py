@@ -221,10 +221,10 @@ cluster:
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import (
     ETCD_ARG_SPEC, Job, argument_spec, run_module)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import EtcdSampler
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.proof.etcd_scan import EtcdSampler
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair.repair import (
     RepairOptions, etcd_scanner, repair_crd, storage_differ)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.restore import RestoreOptions
 
 OPTIONS = dict(
     versions=dict(type="list", elements="str"),

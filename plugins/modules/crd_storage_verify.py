@@ -93,9 +93,9 @@ verified:
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import (
     ETCD_ARG_SPEC, Job, argument_spec, run_module)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import OutcomeError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import EtcdReader
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.listing import count_objects
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import OutcomeError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.proof.etcd_scan import EtcdReader
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.listing import count_objects
 
 OPTIONS = dict(ETCD_ARG_SPEC, etcd_url=dict(type="str", required=True), fail_on_mismatch=dict(type="bool", default=True))
 

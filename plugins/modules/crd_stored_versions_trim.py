@@ -117,7 +117,7 @@ cluster:
 '''
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import Job, argument_spec, run_module
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.trim import trim_stored_versions
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.proof.trim import trim_stored_versions
 
 OPTIONS = dict(
     versions=dict(type="list", elements="str"),

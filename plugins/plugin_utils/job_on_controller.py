@@ -23,8 +23,8 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops import connection as _connection
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube import connection as _connection
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import BadInputError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops_glue import (
     argument_spec, execute, failure, redact, validate_args)
 

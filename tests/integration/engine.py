@@ -13,9 +13,9 @@ if COLLECTIONS_PATH not in sys.path:
     if _ns is not None and hasattr(_ns, "__path__") and f"{COLLECTIONS_PATH}/ansible_collections" not in _ns.__path__:
         _ns.__path__.append(f"{COLLECTIONS_PATH}/ansible_collections")
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops import connection  # noqa: E402
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.object_write import is_test_failure  # noqa: E402
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.transport import ApiResponse  # noqa: E402
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube import connection  # noqa: E402
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.object_write import is_test_failure  # noqa: E402
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.transport import ApiResponse  # noqa: E402
 
 
 def transport_for(cluster, pool_size: int = 8):

@@ -24,7 +24,7 @@ from tests.integration.test_security import service_account_token, shipped_rules
 pytest.importorskip("ansible_runner")
 
 REPO = Path(__file__).resolve().parents[2]
-RECORD_ANNOTATION = "migration.crdops.io/storage-migration"   # plugins/module_utils/_crdops/record.py
+RECORD_ANNOTATION = "migration.crdops.io/storage-migration"   # plugins/module_utils/_crdops/record/record.py
 
 
 def releases(tmp_path: Path, s, name: str = "rel") -> dict:

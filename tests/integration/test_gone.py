@@ -16,9 +16,9 @@ from tests.integration.engine import transport_for
 from tests.integration.modrun import auth_args, run_module
 from tests.integration.seed import seed_old_objects
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import validate_record  # noqa: I100
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions, migrate_crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record.record import validate_record  # noqa: I100
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.restore import RestoreOptions, migrate_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd
 
 COUNT = 40
 NS = ["gone-a", "gone-b"]

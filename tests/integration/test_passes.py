@@ -16,11 +16,11 @@ from tests.integration.engine import transport_for
 from tests.integration.modrun import TEST_DRAIN_WINDOW, auth_args, run_module
 from tests.integration.seed import Seeded, create_objects, seed_old_objects
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (  # noqa: E402
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.run.migration_run import (  # noqa: E402
     ProgressFile, RunOptions, run_migration)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import validate_record  # noqa: E402
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions  # noqa: E402
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd  # noqa: E402
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record.record import validate_record  # noqa: E402
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.restore import RestoreOptions  # noqa: E402
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd  # noqa: E402
 
 NS = ["ac-a", "ac-b"]
 OLD, BETWEEN, AFTER, APPLIED = 300, 100, 150, 20

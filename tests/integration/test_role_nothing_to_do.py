@@ -23,10 +23,10 @@ from tests.integration.engine import transport_for
 from tests.integration.modrun import ansible_playbook, auth_args, run_module
 from tests.integration.seed import crd_at, seed_old_objects
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops import settled
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.pass_lease import lease_name, micro_time
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import RECORD_ANNOTATION
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.run import nothing_to_do
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ha.pass_lease import lease_name, micro_time
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record.record import RECORD_ANNOTATION
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd
 
 REPO = Path(__file__).resolve().parents[2]
 COUNT = 6
@@ -150,15 +150,15 @@ def test_a_done_cluster_takes_the_fast_path_and_one_thing_left_does_not(cluster,
 
     # each thing left keeps the check from passing (the engine's verdict, the same cluster)
     transport = transport_for(cluster, pool_size=2)
-    releases = settled.Releases(release=[release_n], target=[release_next])
+    releases = nothing_to_do.Releases(release=[release_n], target=[release_next])
 
-    def blockers(rel: settled.Releases = releases) -> list[str]:
-        return settled.decide(transport, [get_crd(transport, s.crd_name)], rel).blockers
+    def blockers(rel: nothing_to_do.Releases = releases) -> list[str]:
+        return nothing_to_do.decide(transport, [get_crd(transport, s.crd_name)], rel).blockers
 
     assert blockers() == []
     changed = copy.deepcopy(release_next)
     changed["spec"]["names"]["shortNames"] = ["wdg"]
-    assert [b for b in blockers(settled.Releases(release=[release_n], target=[changed]))
+    assert [b for b in blockers(nothing_to_do.Releases(release=[release_n], target=[changed]))
             if "applying release N+1 would change" in b and ".spec.names.shortNames" in b], "a release N+1 not in effect"
     record = kube.get_crd(s.crd_name)["metadata"]["annotations"][RECORD_ANNOTATION]
     kube.merge_patch(kube.crd_path(s.crd_name), {"metadata": {"annotations": {RECORD_ANNOTATION: None}}})

@@ -17,7 +17,7 @@ import threading
 from datetime import datetime, timezone
 from email.utils import formatdate
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.transport import ApiResponse
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.transport import ApiResponse
 
 CRD_PREFIX = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/"

@@ -86,3 +86,12 @@ def test_the_execution_environment_is_built_and_described_the_same_way_everywher
               (REPO / "meta" / "ee-requirements.txt").read_text().splitlines() if line and not line.startswith("#")]
     awx = (REPO / "docs" / "awx.md").read_text().split("## 1. Execution environment", 1)[1].split("## 2.", 1)[0]
     assert all(f"`{name}`" in awx for name in wanted), (wanted, "docs/awx.md names other EE requirements")
+
+
+def test_the_engine_table_names_every_file_in_its_folder():
+    engine = REPO / "plugins" / "module_utils" / "_crdops"
+    rows = table_rows(REPO / "docs" / "how-it-works.md", "The engine, by folder, from the bottom up.")
+    documented = {row[0].strip("`/"): set(re.findall(r"`(\w+)\.py`", row[1])) for row in rows}
+    actual = {d.name: {p.stem for p in d.glob("*.py")} - {"__init__"}
+              for d in engine.iterdir() if d.is_dir() and d.name != "__pycache__"}
+    assert documented == actual

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.crdops.migration.plugins.filter.role_step import crd_upgrade_step
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.report_runs import runs_to_prune as prune
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.report.report_runs import runs_to_prune as prune
 
 
 def prune_dir(root, keep, current=""):

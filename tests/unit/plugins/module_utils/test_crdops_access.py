@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.access import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.access import (
     REVIEWS, AccessCheck, missing, review_all)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError, PermissionDenied
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import BadInputError, PermissionDenied
 from tests.unit.crdops_fakes import FakeCluster, resp, status
 
 CRDS = {"group": "apiextensions.k8s.io", "resource": "customresourcedefinitions"}

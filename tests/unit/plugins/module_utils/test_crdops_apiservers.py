@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.apiservers import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ha.apiservers import (
     BarrierRefusedError, count_alive_apiservers, parse_time, plan_barrier, read_identity_leases, server_now,
     slice_urls, url_key)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.barrier import wait_for_storage_version
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError, CrdOpsError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ha.barrier import wait_for_storage_version
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import BadInputError, CrdOpsError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd
 from tests.unit.crdops_fakes import Clock, FakeCluster, status
 
 NAME = "crontabs.stable.example.com"

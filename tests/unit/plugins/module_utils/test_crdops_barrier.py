@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.barrier import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ha.barrier import (
     storage_version_hash, wait_for_storage_version)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import CrdOpsError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd
 from tests.unit.crdops_fakes import Clock, FakeCluster
 
 NAME = "crontabs.stable.example.com"

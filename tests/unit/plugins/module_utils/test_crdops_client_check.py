@@ -3,10 +3,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 from __future__ import annotations
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.client_check import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.client_check import (
     Sampler, check_crd, post_outcome, stale_entries)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd import Crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.fieldsv1 import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.crd import Crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.fieldsv1 import (
     apply_configuration, extract_owned)
 from tests.unit.plugins.module_utils.clientcheck_fake import GROUP, ClientCheckFake, entry
 

@@ -10,10 +10,10 @@ of the run (the versions release N+1 removes, appliers' declarations kept while 
 """
 from __future__ import annotations
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.listing import ObjectRef
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.managed_fields import ManagedFieldsPolicy
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.object_write import confirm_object
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.listing import ObjectRef
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.managed_fields import ManagedFieldsPolicy
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.object_write import confirm_object
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd
 from tests.unit.crdops_mf_fakes import entry, stale_cluster
 
 NAME = "crontabs.stable.example.com"
@@ -66,7 +66,7 @@ def test_without_the_runs_policy_the_old_rule_rewrites_every_other_version():
 
 
 def test_a_write_since_the_run_began_at_a_served_removed_version_is_kept_as_evidence():
-    from ansible_collections.crdops.migration.plugins.module_utils._crdops.apiservers import parse_time
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.ha.apiservers import parse_time
     began = parse_time("2026-12-01T15:00:00Z")
     policy = ManagedFieldsPolicy(GROUP, "v2", "None", frozenset(["v1"]), served=frozenset(["v1", "v2"]),
                                  keep_declared=True, keep_written_since=began)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.connection import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.connection import (
     ConnectionOptions, build_configuration, connect)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import ConnectionFailed
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import ConnectionFailed
 
 TOKEN = "tok-SUPERSECRET-123"
 KUBECONFIG = {

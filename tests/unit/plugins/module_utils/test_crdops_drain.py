@@ -12,17 +12,17 @@ import time
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.barrier import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ha.barrier import (
     BarrierPlan, BarrierResult, wait_for_storage_version)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.drain import Drain, spec_changed_at
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ha.drain import Drain, spec_changed_at
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import (
     CrdOpsError, OutcomeError, RefusalError)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.lag_note import LAGGED_ANNOTATION
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import RunOptions, before_writes
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.pass_lease import PassLease
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.stop import StopSignal
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record.lag_note import LAGGED_ANNOTATION
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.run.migration_run import RunOptions, before_writes
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ha.pass_lease import PassLease
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.restore import RestoreOptions
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.stop import StopSignal
 from tests.unit.crdops_fakes import Clock, FakeCluster, _micro_time
 
 NAME = "crontabs.stable.example.com"

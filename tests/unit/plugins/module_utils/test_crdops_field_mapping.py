@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import copy
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd_schema import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.crd_schema import (
     LIST, parse_schema, version_schema)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.field_mapping import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.field_mapping import (
     EXACT, FieldMapping, build_trie, readable_abstract)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.made_up import made_up, objects_needed
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.mapping_learn import learn_exact
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.mapping_sample import match_objects
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.marker_objects import made_up, objects_needed
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.mapping_learn import learn_exact
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.mapping_sample import match_objects
 from tests.controlplane.webhook import convert_object, widget_schemas
 
 G = "widgets.example.com"
@@ -166,7 +166,7 @@ def test_build_trie_marks_members_that_have_owned_children():
 def test_strings_a_webhook_refuses_get_another_shape_or_are_left_out_and_named():
     import re
 
-    from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import ConversionWebhookError
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import ConversionWebhookError
 
     typed = parse_schema({"type": "object", "properties": {"spec": {"type": "object", "properties": {
         "renewBefore": {"type": "string"}, "checksum": {"type": "string"}, "name": {"type": "string"}}}}})

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from ansible_collections.crdops.migration.plugins.filter.fleet import crd_upgrade_report_merge, crd_upgrade_result_lines
-from ansible_collections.crdops.migration.plugins.module_utils._crdops import fleet_report
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.report import fleet_report
 
 
 def result(name, status, **kw):

@@ -11,13 +11,13 @@ import sys
 import threading
 import time
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.follow import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.progress import (
     ProgressFollower, follow, progress_line, run_followed)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import ProgressFile
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import CHECKPOINT_ANNOTATION
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions, RestorePass
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.stop import StopSignal, Supervision
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.run.migration_run import ProgressFile
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record.record import CHECKPOINT_ANNOTATION
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.restore import RestoreOptions, RestorePass
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.stop import StopSignal, Supervision
 from tests.unit.crdops_fakes import FakeCluster
 
 NAME = "crontabs.stable.example.com"

@@ -8,18 +8,18 @@ import json
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import PermissionDenied
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.freshness import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import PermissionDenied
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.freshness import (
     barrier_revision, parse_revision, written_after)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.listing import ObjectRef
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.managed_fields import StaleFields
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.listing import ObjectRef
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.managed_fields import StaleFields
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.run.migration_run import (
     ProgressFile, RunOptions, run_migration)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record.record import (
     CHECKPOINT_ANNOTATION, RECORD_ANNOTATION, validate_record)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.restore import (
     RestoreOptions, fix_managed_fields, migrate_crd)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd
 from tests.unit.crdops_fakes import status
 from tests.unit.crdops_mf_fakes import entry, stale_cluster
 

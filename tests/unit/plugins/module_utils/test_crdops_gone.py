@@ -5,12 +5,12 @@
 read at a version every apiserver serves agrees. The lagging-member answer is a fault injected on cue here."""
 from __future__ import annotations
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd import Crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.object_write import confirm_version
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import RECORD_ANNOTATION
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions, migrate_crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.transport import ApiResponse
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.crd import Crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.object_write import confirm_version
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record.record import RECORD_ANNOTATION
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.restore import RestoreOptions, migrate_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.transport import ApiResponse
 from tests.unit.crdops_fakes import FakeCluster, make_crd, not_found
 from tests.unit.crdops_mf_fakes import MfCluster, entry
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import threading
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.heartbeat import Heartbeat
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import RECORD_ANNOTATION
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.heartbeat import Heartbeat
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record.record import RECORD_ANNOTATION
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd
 from tests.unit.plugins.module_utils.test_crdops_restore import NAME, cluster_with, run
 
 

@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import (
     ApiError, ConflictError, RefusalError)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.helm_releases import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.helm_releases import (
     HelmScan, decode_payload, go_json_string, manifest_span, plan_rewrite, rewrite_release, scan_helm_releases)
 from tests.unit.crdops_fakes import resp, status
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd_schema import parse_schema
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import ConversionWebhookError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.last_applied import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.crd_schema import parse_schema
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import ConversionWebhookError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.last_applied import (
     LAST_APPLIED, POINTER, annotation_owner, manifest_leaves, place, translate_manifest)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.managed_fields import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.managed_fields import (
     ManagedFieldsPolicy, plan_patch)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.mapping_learn import learn_exact
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.mapping_learn import learn_exact
 from tests.controlplane.webhook import convert_object, widget_schemas
 
 G = "widgets.example.com"

@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import ApiError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.latency_probe import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import ApiError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.latency_probe import (
     MIN_IDLE_SAMPLES, Baseline, LatencyProbe, describe, percentile)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.pace import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.pace import (
     GradientLimiter, PaceCarry, PaceGate, PaceSettings)
 
 
@@ -193,9 +193,9 @@ def test_a_pass_whose_writes_stay_fast_while_other_clients_slow_down_is_held_by_
     """Other clients' GETs slow with each of our writes in flight, our writes do not: the write-latency signal
     alone grows to every worker; with the probe's budget the pace stays low, and both passes are exact."""
     from tests.unit.plugins.module_utils.test_crdops_pace import NAME, slow_cluster
-    from ansible_collections.crdops.migration.plugins.module_utils._crdops.pace import pace_gate
-    from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions, RestorePass
-    from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.pace import pace_gate
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.restore import RestoreOptions, RestorePass
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd
 
     def run(with_probe):
         c, state = slow_cluster(1500, per_in_flight=0.0, base=0.004)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import ApiError, PermissionDenied
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.listing import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import ApiError, PermissionDenied
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.listing import (
     ListStats, count_objects, list_pages)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.transport import ACCEPT_PARTIAL_LIST
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.transport import ACCEPT_PARTIAL_LIST
 from tests.unit.crdops_fakes import FakeCluster, status
 
 NAME = "crontabs.stable.example.com"

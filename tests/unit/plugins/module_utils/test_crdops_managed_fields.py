@@ -8,15 +8,15 @@ import json
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd_schema import ANY_NODE
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.field_mapping import FieldMapping
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.managed_fields import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.crd_schema import ANY_NODE
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.field_mapping import FieldMapping
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.managed_fields import (
     DROPPED, KEPT_UNMAPPABLE, REWRITTEN, UNTOUCHED, ManagedFieldsPolicy, plan_patch, removed_for, stale_entries)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.object_write import TEST_RETRIES
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import RECORD_ANNOTATION, validate_record
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.object_write import TEST_RETRIES
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record.record import RECORD_ANNOTATION, validate_record
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.restore import (
     RestoreOptions, fix_managed_fields, migrate_crd)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd
 from tests.unit.crdops_mf_fakes import MfCluster, entry
 
 NAME = "crontabs.stable.example.com"
@@ -83,7 +83,7 @@ def test_webhook_entry_with_nothing_mappable_is_kept_never_stripped():
 
 
 def test_storage_version_in_removed_versions_is_refused_naming_it():
-    from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import BadInputError
 
     c = cluster(n=1)
     with pytest.raises(BadInputError, match="v2, the storage version"):
@@ -209,7 +209,7 @@ def test_managed_fields_only_pass_keeps_a_served_version_untouched_on_every_reru
 
 
 def test_a_422_of_validation_or_policy_is_not_taken_for_a_failed_test():
-    from ansible_collections.crdops.migration.plugins.module_utils._crdops.object_write import is_test_failure
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.object_write import is_test_failure
     from tests.unit.crdops_fakes import status
 
     assert is_test_failure(status(422, "the server rejected our request due to an error in our request", "Invalid"))
@@ -232,7 +232,7 @@ def applied(manager, version, spec_fields, time="2026-12-01T10:00:00Z"):
 
 def test_pass_webhook_translates_removed_version_entries_and_keeps_what_maps_nothing(monkeypatch):
     """Through the mapping source: the CRD read, made-up objects sent to the (here in-process) webhook."""
-    from ansible_collections.crdops.migration.plugins.module_utils._crdops import webhook_review
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership import webhook_review
     from tests.controlplane.webhook import convert_object
 
     sent = []

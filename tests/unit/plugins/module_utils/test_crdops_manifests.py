@@ -8,8 +8,8 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.manifests import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import BadInputError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.manifests import (
     expand_paths, read_manifests, skipped_summary, stripped_summary)
 from tests.unit.crdops_fakes import make_crd
 

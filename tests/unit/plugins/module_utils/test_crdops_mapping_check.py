@@ -10,10 +10,10 @@ and the value changes and zero values that are not a contradiction.
 
 from __future__ import annotations
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd_schema import parse_schema
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.field_mapping import readable_abstract
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.mapping_check import contradicted
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.mapping_learn import learn_exact
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.crd_schema import parse_schema
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.field_mapping import readable_abstract
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.mapping_check import contradicted
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.mapping_learn import learn_exact
 
 PORTS = {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
          "items": {"type": "object", "required": ["name"],

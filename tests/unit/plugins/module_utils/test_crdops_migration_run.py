@@ -4,11 +4,11 @@
 """A run over CRDs: Events on each pass, a managedFields-only pass for CRDs already done, totals, changed."""
 from __future__ import annotations
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops import events
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import events
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.run.migration_run import (
     ProgressFile, RunOptions, run_migration)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.restore import RestoreOptions
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd
 from tests.unit.crdops_fakes import status
 from tests.unit.crdops_mf_fakes import MfCluster, entry
 
@@ -106,7 +106,7 @@ def test_a_clean_crd_that_must_carry_a_record_gets_a_full_pass_and_one():
 
 def test_progress_lines_name_the_crd_being_migrated_never_the_next_one():
     """Every line about the first of two CRDs says CRD 1/2, its last one (sent after the pass counted it) too."""
-    from ansible_collections.crdops.migration.plugins.module_utils._crdops.follow import progress_line
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.progress import progress_line
     c = cluster()
     other = "gadgets.stable.example.com"
     c.add_crd(name=other, stored=("v1", "v2"))

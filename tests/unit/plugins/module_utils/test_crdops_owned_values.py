@@ -3,8 +3,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 from __future__ import annotations
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.fieldsv1 import extract_owned
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.owned_values import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.fieldsv1 import extract_owned
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.owned_values import (
     describe, different, merge_patch_of, owned_values, set_at, trie_of, value_at)
 
 OBJ = {"apiVersion": "g/v1", "kind": "K",

@@ -9,13 +9,13 @@ import time
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.follow import progress_line
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.pace import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import BadInputError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.progress import progress_line
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.pace import (
     GradientLimiter, Learned, PaceCarry, PaceGate, PaceSettings, describe, pace_gate)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.restore import (
     RestoreOptions, RestorePass, migrate_crd)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd
 from tests.unit.crdops_fakes import FakeCluster, status
 
 NAME = "crontabs.stable.example.com"
@@ -254,7 +254,7 @@ def test_a_stopped_pass_does_not_wait_for_a_permit():
 
 def test_the_transport_tells_each_thread_its_own_waiting_and_the_gate_leaves_it_out_of_the_sample():
     from tests.unit.plugins.module_utils.test_crdops_transport import Clock, Pool, Raw, transport
-    from ansible_collections.crdops.migration.plugins.module_utils._crdops.transport import RateLimiter
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.transport import RateLimiter
 
     clock = Clock()
     t = transport(Pool(Raw(503, b"", {"Retry-After": "2"}), Raw(200, {})), clock,
@@ -363,8 +363,8 @@ def test_a_clusters_second_crd_starts_at_the_pace_the_first_one_reached(monkeypa
     """Two CRDs in one run_migration: the second pass's gate starts where the first one's ended (fake apiserver).
     The limiter never sees congestion here (a huge tolerance), so the first pass climbs to every worker whatever
     the load of the machine running the test, and the second must start there, not at one write in flight."""
-    from ansible_collections.crdops.migration.plugins.module_utils._crdops import migration_run
-    from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.run import migration_run
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.run.migration_run import (
         ProgressFile, RunOptions, run_migration)
 
     class Calm(PaceCarry):

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import scrub
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import scrub
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record.record import (
     CHECKPOINT_ANNOTATION, RECORD_ANNOTATION, validate_record)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions, migrate_crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.restore import RestoreOptions, migrate_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd
 from tests.unit.crdops_fakes import FakeCluster, status
 
 NAME = "crontabs.stable.example.com"

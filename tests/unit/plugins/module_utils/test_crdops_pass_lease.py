@@ -9,13 +9,13 @@ import json
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops import events
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.migration_run import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import events
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.run.migration_run import (
     ProgressFile, RunOptions, run_migration)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.pass_lease import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ha.pass_lease import (
     LeaseError, LeaseHeldError, PassLease, lease_name)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions, migrate_crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.restore import RestoreOptions, migrate_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd
 from tests.unit.crdops_fakes import Clock, FakeCluster, status
 
 NAME = "crontabs.stable.example.com"

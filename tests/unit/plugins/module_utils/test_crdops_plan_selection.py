@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd import Crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError, SelectionError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.info import describe_crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.plan import load_targets, plan_for
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import Selection, select_crds
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.crd import Crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import BadInputError, SelectionError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.run.discover import describe_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.removal_plan import load_targets, plan_for
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import Selection, select_crds
 from tests.unit.crdops_fakes import FakeCluster, make_crd
 
 NAME = "crontabs.stable.example.com"

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.listing import count_objects, first_page
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import BadInputError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.listing import count_objects, first_page
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.restore import (
     RestoreOptions, fix_managed_fields, migrate_crd)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd
 from tests.unit.crdops_fakes import resp, status
 from tests.unit.crdops_mf_fakes import entry, stale_cluster
 

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd import Crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.crd import Crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record.record import (
     RECORD_ANNOTATION, MigrationRecord, validate_record)
 from tests.unit.crdops_fakes import make_crd
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd import Crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.crd import Crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record.record import (
     RECORD_ANNOTATION, MigrationRecord, carry_record, validate_record)
 from tests.unit.crdops_fakes import FakeCluster, status
 

@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd import Crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.crd import Crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import (
     ConflictError, NotFoundError, RecordError, RefusalError)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record.record import (
     RECORD_ANNOTATION, MigrationRecord, validate_record, write_record)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.trim import trim_stored_versions
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.proof.trim import trim_stored_versions
 from tests.unit.crdops_fakes import FakeCluster, make_crd, status
 
 NAME = "crontabs.stable.example.com"

@@ -10,11 +10,11 @@ import json
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd import crd_path
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError, OutcomeError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.release_apply import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.crd import crd_path
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import CrdOpsError, OutcomeError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.apply import (
     apply_one, apply_release, wait_established)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.transport import APPLY_PATCH
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.transport import APPLY_PATCH
 from tests.unit.crdops_fakes import resp, status
 
 ESTABLISHED = {"conditions": [{"type": "Established", "status": "True"}]}

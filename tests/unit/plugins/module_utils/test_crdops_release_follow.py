@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.release_follow import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.follow import (
     FollowError, dropped_paths, follow_release, owners, plan_removal)
 from tests.unit.crdops_fakes import resp, status
 

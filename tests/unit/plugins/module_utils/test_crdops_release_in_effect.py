@@ -1,12 +1,12 @@
 # Copyright (c) 2026, crdops.migration contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Release N in effect (release_in_effect.py): the apply's dry-run answer against the CRD read just before."""
+"""Release N in effect (release/in_effect.py): the apply's dry-run answer against the CRD read just before."""
 from __future__ import annotations
 
 import copy
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.release_in_effect import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.in_effect import (
     release_changes, releases_in_effect)
 from tests.unit.crdops_fakes import make_crd, resp, status
 

@@ -8,14 +8,14 @@ import json
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd import Crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.crd import Crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import (
     BadInputError, ConflictError, RefusalError)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair.repair import (
     RepairError, RepairOptions, decide_missing, repair_crd)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair_diagnosis import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair.diagnosis import (
     PERMISSIVE_SCHEMA, REPAIR_ANNOTATION, ListProbe, previous_crd, version_entry, versions_named_in_error)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import RestoreOptions
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.restore import RestoreOptions
 from tests.unit.crdops_fakes import CRD_PREFIX, FakeCluster, make_crd, resp, status
 
 NAME = "widgets.g.example.com"
@@ -301,7 +301,7 @@ def test_a_throttled_probe_is_asked_again_before_anything_is_concluded():
 
 
 def test_a_repair_note_of_another_crd_is_not_this_repair():
-    from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair_diagnosis import (
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair.diagnosis import (
         repair_in_progress)
 
     def with_note(uid):

@@ -11,12 +11,12 @@ import json
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import RefusalError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.pass_lease import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import RefusalError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ha.pass_lease import (
     LeaseHeldError, PassLease)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair import repair_crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair_diagnosis import REPAIR_ANNOTATION
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.versions_owners import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair.repair import repair_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair.diagnosis import REPAIR_ANNOTATION
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.repair.versions_owners import (
     owner_entries, owners, restored)
 from tests.unit.plugins.module_utils.test_crdops_repair import NAME, broken, opts
 

@@ -7,15 +7,15 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import AdmissionRejected
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.listing import ObjectRef
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.managed_fields import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import AdmissionRejected
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.listing import ObjectRef
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.managed_fields import (
     StaleFields, stale_entries)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record.record import (
     CHECKPOINT_ANNOTATION, RECORD_ANNOTATION, validate_record)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.restore import (
     FAILED, GONE, NOT_ATTEMPTED, REWRITTEN, UNCHANGED, Outcome, RestoreOptions, RestorePass, _Page, migrate_crd)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import get_crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd
 from tests.unit.crdops_fakes import FakeCluster, status
 
 NAME = "crontabs.stable.example.com"
@@ -155,7 +155,7 @@ def test_managed_fields_only_pass_after_a_relist_counts_each_object_once():
             expired.append(1)
             return status(410, "The provided continue parameter is too old", "Expired")
     c.hooks.append(hook)
-    from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import fix_managed_fields
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.restore import fix_managed_fields
     r = fix_managed_fields(c, get_crd(c, NAME), RestoreOptions(page_size=4, workers=2))
     assert (r.listed, r.rewritten, r.unchanged, r.skipped_by_checkpoint) == (20, 1, 11, 8) and r.relists == 1
     assert c.crd_writes == 0  # no checkpoint, no record in this mode

@@ -14,13 +14,13 @@ import json
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd import Crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import RawValue
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.field_paths import diff_values
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.storage_diff import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.crd import Crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import CrdOpsError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.proof.etcd_scan import RawValue
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.field_paths import diff_values
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.proof.storage_diff import (
     NO_ETCD_REASON, diff_crd, object_ref, storage_diff_of)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.transport import ApiResponse
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.transport import ApiResponse
 
 from tests.unit.crdops_fakes import make_crd
 
@@ -255,7 +255,7 @@ def test_a_zero_value_with_a_schema_default_is_lost_and_so_is_every_removal_when
 
 
 def test_zero_values_per_occurrence_in_list_items():
-    from ansible_collections.crdops.migration.plugins.module_utils._crdops.normalised import is_zero, split_removed
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.normalised import is_zero, split_removed
     schema = {"properties": {"items": {"type": "array", "items": {"properties": {"on": {"type": "boolean"}}}}}}
     stored = {"items": [{"on": False}, {"on": True}]}
     assert split_removed(stored, {"items": [{}, {}]}, schema) == ({".items[].on"}, {".items[].on"})

@@ -10,9 +10,9 @@ pruning rules and the webhook's failure, which a real server does not produce on
 
 from __future__ import annotations
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd import Crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import CrdOpsError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.storage_forecast import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.crd import Crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import CrdOpsError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.proof.storage_forecast import (
     forecast_crd, forecast_of, prune)
 
 from tests.unit.crdops_fakes import make_crd

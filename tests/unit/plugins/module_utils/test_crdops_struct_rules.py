@@ -14,13 +14,13 @@ import copy
 
 import yaml
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd_schema import parse_schema, version_schema
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.field_mapping import FieldMapping
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.managed_fields import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.crd_schema import parse_schema, version_schema
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.field_mapping import FieldMapping
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.managed_fields import (
     KEPT_UNMAPPABLE, TRANSLATED, ManagedFieldsPolicy)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.mapping_learn import learn_exact
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.mapping_sample import match_objects
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.struct_rules import struct_rule
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.mapping_learn import learn_exact
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.mapping_sample import match_objects
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.struct_rules import struct_rule
 from tests.certmanager import crd_file
 
 G = "cert-manager.io"

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import ConnectionFailed
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.transport import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import ConnectionFailed
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.transport import (
     HttpTransport, RateLimiter, RetryPolicy, error_from_response)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops import errors
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube import errors
 from tests.unit.crdops_fakes import Clock, status
 
 

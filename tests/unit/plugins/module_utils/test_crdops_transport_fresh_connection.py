@@ -9,7 +9,7 @@ import threading
 
 import urllib3
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.transport import HttpTransport
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.transport import HttpTransport
 
 
 class CountingHandler(http.server.BaseHTTPRequestHandler):

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import (
     ConflictError, RecordError, RefusalError)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record.record import (
     RECORD_ANNOTATION, MigrationRecord)
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.trim import trim_stored_versions
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.proof.trim import trim_stored_versions
 from tests.unit.crdops_fakes import FakeCluster, status
 
 NAME = "crontabs.stable.example.com"

@@ -14,9 +14,9 @@ import copy
 
 import yaml
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd_schema import version_schema
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.mapping_learn import learn_exact
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.whole_rules import scalars
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.crd_schema import version_schema
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.mapping_learn import learn_exact
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.whole_rules import scalars
 from tests.certmanager import crd_file
 
 G = "cert-manager.io"

@@ -9,11 +9,11 @@ import json
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.crd import Crd
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import BadInputError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.last_applied import LAST_APPLIED
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.transport import ApiResponse
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.writers import (
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.crd import Crd
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import BadInputError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.last_applied import LAST_APPLIED
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.transport import ApiResponse
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.writers import (
     WritersOptions, find_writers, parse_metrics, traffic_of, MetricsRead)
 from tests.unit.crdops_fakes import make_crd, resp
 

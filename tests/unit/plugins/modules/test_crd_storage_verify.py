@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.crdops.migration.plugins.module_utils import _crdops_glue
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.etcd_scan import EtcdScanResult
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.proof.etcd_scan import EtcdScanResult
 from ansible_collections.crdops.migration.plugins.modules import crd_storage_verify
 from tests.unit.plugins.modules.runner import NAME, connected_fake, run
 

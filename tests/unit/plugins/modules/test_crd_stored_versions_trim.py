@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import RECORD_ANNOTATION
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record.record import RECORD_ANNOTATION
 from ansible_collections.crdops.migration.plugins.modules import crd_stored_versions_trim
 from tests.unit.plugins.modules.runner import NAME, connected_fake, run
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.record import RECORD_ANNOTATION
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.record.record import RECORD_ANNOTATION
 from ansible_collections.crdops.migration.plugins.modules import crd_storage_info
 from tests.unit.plugins.modules.actions import WHERE_IT_RUNS, import_actions
 from tests.unit.plugins.modules.actions import action_module as make

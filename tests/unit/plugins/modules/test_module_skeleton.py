@@ -12,8 +12,8 @@ import json
 import pytest
 
 from ansible_collections.crdops.migration.plugins.module_utils import _crdops_glue
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.errors import ConnectionFailed, OutcomeError
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.selection import Selection
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import ConnectionFailed, OutcomeError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import Selection
 from ansible_collections.crdops.migration.plugins.modules import (
     crd_client_check, crd_storage_info, crd_storage_migrate, crd_storage_repair, crd_storage_verify,
     crd_stored_versions_trim)

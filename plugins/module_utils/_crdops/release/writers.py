@@ -1,0 +1,486 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# PRIVATE: for internal use by crdops.migration only; may change in any release
+"""Who still uses a version that the next release removes: those clients break when it goes.
+
+Two witnesses, both read-only:
+
+- **managedFields.** Every write records its manager, operation and the version it was sent at, with a
+  ``time`` the apiserver sets from its own clock. An entry at a removed version whose time is at or after
+  ``since`` (a time read from the apiserver's ``Date`` header, never the controller's clock, which may be
+  skewed) was written by a client that still writes at that version. Older entries are leftovers that the
+  managedFields passes rewrite; they are counted, not named as writers.
+- **Request counters.** Readers never show in managedFields. ``apiserver_request_total`` on ``/metrics`` has a
+  ``version`` label; its growth over a window in which this run sends nothing at that version counts the
+  requests of other clients. It is read from every apiserver the HA barrier knows (``apiservers.py``), since
+  each counts only what it served. The ``apiserver_requested_deprecated_apis`` gauge is not used: it is a 0/1
+  flag that this run's own reads would set. Watches are counted only when they end, so the open ones are
+  read from ``apiserver_longrunning_requests``. ``/metrics`` needs ``get`` on the non-resource URL
+  ``/metrics``; without it the result says "not measured" for that apiserver.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from ..ha.apiservers import discover_topology, parse_time, server_now
+from .client_check import metadata_pages
+from .client_evidence import (
+    DECLARES_CLIENT_SIDE, DECLARES_HELM, WRITES, Evidence, Source, leftovers, object_evidence, sources_of)
+from ..kube.crd import Crd
+from ..kube.errors import BadInputError, CrdOpsError, at_least
+from .helm_releases import HelmRelease, HelmScan, scan_helm_releases
+from ..kube.transport import JSON, Transport
+
+METRICS_PATH = "/metrics"
+METRICS_ACCEPT = "text/plain;version=0.0.4"
+REQUESTS_METRIC = "apiserver_request_total"
+WATCHES_METRIC = "apiserver_longrunning_requests"
+MAX_EXAMPLES = 5
+REQUESTS = "requests"  # the name in accept_clients that accepts the requests counted at a removed version
+# accept_clients: True accepts every client; a list accepts those it names (a manager, a source's reference, or
+# "requests" for the counted requests, whose clients have no name); False accepts none
+Accept = Union[bool, Sequence[str]]
+
+
+def accepts(accept: Accept, names: Sequence[str]) -> bool:
+    if isinstance(accept, bool):
+        return accept
+    return any(n in accept for n in names if n)
+
+
+_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def server_clock(transport: Transport) -> float:
+    """The apiserver's time now (its ``Date`` header); the controller's clock only when it sends none."""
+    resp = transport.request("GET", "/version", accept=JSON)
+    return server_now(resp.header("Date"))
+
+
+# -- request counters ---------------------------------------------------------------------------------------
+Series = Dict[Tuple[str, str, str, str], float]  # (group, version, resource, verb) -> value
+
+
+def parse_metrics(text: str, metric: str, groups: Iterable[str]) -> Series:
+    """Sum the samples of ``metric`` per (group, version, resource, verb), for the given API groups only."""
+    wanted = set(groups)
+    out: Series = {}
+    prefix = metric + "{"
+    for line in text.splitlines():
+        if not line.startswith(prefix):
+            continue
+        labels_text, _sep, rest = line[len(prefix):].rpartition("}")
+        labels = dict(_LABEL.findall(labels_text))
+        if labels.get("group") not in wanted:
+            continue
+        try:
+            value = float(rest.split()[0])
+        except (IndexError, ValueError):
+            continue
+        key = (labels["group"], labels.get("version", ""), labels.get("resource", ""), labels.get("verb", ""))
+        out[key] = out.get(key, 0.0) + value
+    return out
+
+
+@dataclass
+class MetricsRead:
+    requests: Series
+    watches: Series
+
+
+def read_metrics(transport: Transport, groups: Iterable[str]) -> Tuple[Optional[MetricsRead], Optional[str]]:
+    """(counters, None), or (None, why they could not be read)."""
+    try:
+        resp = transport.request("GET", METRICS_PATH, accept=METRICS_ACCEPT)
+    except CrdOpsError as exc:
+        return None, "not measured: /metrics not reachable: %s" % (exc.api_message or exc.message)
+    if resp.status in (401, 403):
+        return None, ("not measured: /metrics forbidden (HTTP %d); grant get on nonResourceURLs [\"/metrics\"] "
+                      "(docs/rbac.md)" % resp.status)
+    if not resp.ok:
+        return None, "not measured: /metrics answered HTTP %d %s" % (resp.status, resp.api_message())
+    text = resp.data.decode("utf-8", "replace")
+    group_list = list(groups)
+    return MetricsRead(parse_metrics(text, REQUESTS_METRIC, group_list),
+                       parse_metrics(text, WATCHES_METRIC, group_list)), None
+
+
+@dataclass
+class Traffic:
+    """Requests one apiserver served at the removed versions of one CRD during the window."""
+
+    apiserver: str
+    measured: bool
+    note: Optional[str] = None
+    requests: Dict[str, int] = field(default_factory=dict)  # version -> requests in the window
+    by_verb: Dict[str, Dict[str, int]] = field(default_factory=dict)  # version -> verb -> requests
+    watches: Dict[str, int] = field(default_factory=dict)  # version -> watches open at the end
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"apiserver": self.apiserver, "measured": self.measured, "note": self.note,
+                "requests": dict(self.requests), "by_verb": dict(self.by_verb), "watches": dict(self.watches)}
+
+
+def traffic_of(url: str, before: MetricsRead, after: MetricsRead, crd: Crd, versions: List[str]) -> Traffic:
+    """The growth of the request counters of ``crd`` at ``versions``, and the watches open at the end."""
+    out = Traffic(url, measured=True)
+    for (group, version, resource, verb), value in after.requests.items():
+        if group != crd.group or resource != crd.plural or version not in versions:
+            continue
+        grown = value - before.requests.get((group, version, resource, verb), 0.0)
+        if grown < 0:  # the apiserver restarted during the window: its counters began again
+            return Traffic(url, measured=False, note="not measured: the counters went back (apiserver restarted)")
+        if grown > 0:
+            out.requests[version] = out.requests.get(version, 0) + int(grown)
+            out.by_verb.setdefault(version, {})[verb] = int(grown)
+    for (group, version, resource, _verb), value in after.watches.items():
+        if group == crd.group and resource == crd.plural and version in versions and value > 0:
+            out.watches[version] = out.watches.get(version, 0) + int(value)
+    return out
+
+
+# -- managedFields and last-applied --------------------------------------------------------------------------
+@dataclass
+class Writer:
+    """One client of a removed version: an applier whose source declares it (at any age), or a manager that wrote
+    at it since ``since``."""
+
+    manager: str
+    operation: str
+    version: str
+    subresource: str
+    kind: str = WRITES  # client_evidence.KINDS
+    objects: int = 0
+    last_write: float = 0.0
+    examples: List[str] = field(default_factory=list)
+    sources: List[str] = field(default_factory=list)  # "Flux Kustomization flux-system/apps", ... (at most a few)
+    refs: List[str] = field(default_factory=list)  # the sources' references ("flux-system/apps"), for accept_clients
+
+    @property
+    def names(self) -> List[str]:
+        """What ``accept_clients`` may name to accept this client: its manager, or a source's reference."""
+        return [self.manager] + self.refs
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"manager": self.manager, "operation": self.operation, "version": self.version,
+                "subresource": self.subresource, "kind": self.kind, "objects": self.objects,
+                "last_write": iso(self.last_write) if self.last_write else None, "examples": list(self.examples),
+                "sources": list(self.sources)}
+
+    def record(self, key: str, written: float, sources: List[Source]) -> None:
+        self.objects += 1
+        self.last_write = max(self.last_write, written)
+        if len(self.examples) < MAX_EXAMPLES:
+            self.examples.append(key)
+        for source in sources:
+            if str(source) not in self.sources and len(self.sources) < MAX_EXAMPLES:
+                self.sources.append(str(source))
+                self.refs.append(source.ref)
+
+    def sentence(self) -> str:
+        head = "%s %s (%s at %s%s)" % ("applier" if self.kind != WRITES else "manager", self.manager,
+                                       self.kind if self.kind != WRITES else self.operation, self.version,
+                                       "/" + self.subresource if self.subresource else "")
+        when = "last write %s" % iso(self.last_write) if self.last_write else "last write unknown"
+        where = "; source: %s" % ", ".join(self.sources) if self.sources else ""
+        return "%s on %d objects, %s (e.g. %s)%s" % (head, self.objects, when, ", ".join(self.examples[:3]), where)
+
+
+@dataclass
+class CrdWriters:
+    name: str
+    group: str
+    removed_versions: List[str]
+    listed: int = 0
+    writers: List[Writer] = field(default_factory=list)
+    older_entries: int = 0  # Update entries at removed versions written before ``since``: the managedFields passes fix them
+    traffic: List[Traffic] = field(default_factory=list)
+    storage_version: str = ""
+
+    def add(self, meta: Mapping[str, Any], since: float) -> None:
+        """Count one listed object's signs of clients at the removed versions (client_evidence.py)."""
+        self.listed += 1
+        key = "%s/%s" % (meta["namespace"], meta.get("name")) if meta.get("namespace") else str(meta.get("name"))
+        found = list(object_evidence(meta, self.group, self.removed_versions, since))
+        sources = sources_of(meta) if found else []
+        for evidence in found:
+            self._writer(evidence).record(key, evidence.written, sources)
+        self.older_entries += leftovers(meta, self.group, self.removed_versions, since)
+
+    def add_helm(self, release: HelmRelease) -> None:
+        """A Helm release whose stored manifest declares objects of this CRD at a removed version."""
+        for version in sorted(set(o.version for o in release.objects)):
+            objects = [o for o in release.objects if o.version == version]
+            writer = Writer(release.label, "release manifest", version, "", DECLARES_HELM, objects=len(objects),
+                            examples=["%s/%s" % (o.namespace or release.namespace, o.name) for o in objects][:MAX_EXAMPLES],
+                            sources=["Helm release %s (revision %d)" % (release.label, release.revision)],
+                            refs=[release.label])
+            self.writers.append(writer)
+
+    def _writer(self, evidence: Evidence) -> Writer:
+        ident = (evidence.manager, evidence.operation, evidence.version, evidence.subresource, evidence.kind)
+        for writer in self.writers:
+            if (writer.manager, writer.operation, writer.version, writer.subresource, writer.kind) == ident:
+                return writer
+        writer = Writer(evidence.manager, evidence.operation, evidence.version, evidence.subresource, evidence.kind)
+        self.writers.append(writer)
+        return writer
+
+    def traffic_sentences(self) -> List[str]:
+        out = []
+        for t in self.traffic:
+            for version, count in sorted(t.requests.items()):
+                verbs = ", ".join("%s %d" % item for item in sorted(t.by_verb.get(version, {}).items()))
+                out.append("%d requests at %s served by %s in the window (%s; readers included, which "
+                           "managedFields never names)" % (count, version, t.apiserver, verbs))
+            for version, count in sorted(t.watches.items()):
+                out.append("%d watches open at %s on %s" % (count, version, t.apiserver))
+        return out
+
+    def clients(self, accept: Accept = False) -> List[str]:
+        """One sentence per client that breaks when the versions go and is not accepted."""
+        out = [w.sentence() for w in self.writers if not accepts(accept, w.names)]
+        if not accepts(accept, [REQUESTS]):
+            out += self.traffic_sentences()
+        return out
+
+    def fix(self) -> str:
+        """What to do: move each named source to the version that stays, then run again."""
+        stays = self.storage_version or "the storage version"
+        return ("move %s to %s (its manifests' apiVersion), let it apply, then run again: the next run applies release "
+                "N+1. An applier that writes only on drift (Flux, Argo CD) keeps its entry at the old version when "
+                "only the apiVersion changed: once its source says %s, accept it by name"
+                % ("these sources" if any(w.sources for w in self.writers) else "these clients", stays, stays))
+
+    def broken_clients(self) -> List[Dict[str, Any]]:
+        """The same clients as records (for the role's result and the fleet report)."""
+        out: List[Dict[str, Any]] = [dict(w.to_dict(), crd=self.name, seen_in="managedFields" if w.kind != DECLARES_CLIENT_SIDE
+                                          else "last-applied annotation") for w in self.writers]
+        for t in self.traffic:
+            for version in sorted(set(t.requests) | set(t.watches)):
+                out.append({"crd": self.name, "seen_in": "metrics", "apiserver": t.apiserver, "version": version,
+                            "requests": t.requests.get(version, 0), "by_verb": dict(t.by_verb.get(version, {})),
+                            "watches": t.watches.get(version, 0)})
+        return out
+
+    def measured(self) -> bool:
+        return any(t.measured for t in self.traffic)
+
+    def to_dict(self, accept: Accept = False) -> Dict[str, Any]:
+        held = self.clients(accept)
+        return {"name": self.name, "removed_versions": list(self.removed_versions), "listed": self.listed,
+                "writers": [w.to_dict() for w in self.writers], "older_entries": self.older_entries,
+                "traffic": [t.to_dict() for t in self.traffic], "clients": self.clients(),
+                "readers_checked": self.measured(), "ok": not self.clients(), "held_back": bool(held),
+                "held_back_by": held, "fix": self.fix() if held else None}
+
+
+# -- the whole check ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class WritersOptions:
+    removed_versions: Mapping[str, List[str]]  # CRD name -> versions the next release removes
+    since: Optional[str] = None  # apiserver time (RFC 3339); None: ``lookback`` seconds before the apiserver's now
+    lookback: float = 3600.0
+    metrics_window: float = 30.0  # seconds between the two reads of /metrics; 0: not measured
+    page_size: int = 500
+    apiserver_endpoints: Tuple[str, ...] = ()
+    accept: Accept = False  # clients accepted to break (accepts()): they no longer hold release N+1 back
+    helm_releases: bool = False  # read Helm releases' stored manifests (helm_releases.py)
+    # conversion None: the Helm releases found will have their stored manifests rewritten before release N+1, so
+    # they (and the appliers whose objects name them) do not hold it back
+    helm_rewrite: bool = False
+
+    def validate(self) -> None:
+        if not isinstance(self.accept, bool) and not (isinstance(self.accept, (list, tuple))
+                                                      and all(isinstance(a, str) and a for a in self.accept)):
+            raise BadInputError("accept_clients must be true, false or a list of names (field managers, Helm releases "
+                                "as namespace/name, Flux Kustomizations as namespace/name, Argo CD Applications, or "
+                                "%r for counted requests), got %r" % (REQUESTS, self.accept))
+        if not isinstance(self.removed_versions, Mapping):
+            raise BadInputError("removed_versions must map CRD names to lists of versions")
+        for name, versions in self.removed_versions.items():
+            if not isinstance(versions, list) or not all(isinstance(v, str) and v for v in versions):
+                raise BadInputError("removed_versions[%s] must be a list of version names, got %r" % (name, versions))
+        if self.since is not None and parse_time(self.since) is None:
+            raise BadInputError("since must be an RFC 3339 time such as 2026-12-01T15:04:05Z, got %r" % self.since)
+        at_least("lookback", self.lookback, 0)
+        at_least("metrics_window", self.metrics_window, 0)
+        at_least("page_size", self.page_size, 0, strict=True)
+
+
+@dataclass
+class WritersResult:
+    crds: List[CrdWriters]
+    since: float
+    server_time: float
+    window_s: float
+    metrics: str  # one sentence: where the counters were measured, or why not
+    accept: Accept = False
+    helm: Optional[HelmScan] = None  # None: Helm releases not looked at
+
+    def helm_sentence(self) -> str:
+        if self.helm is None:
+            return "Helm releases not checked (helm_releases off)"
+        if not self.helm.checked:
+            return "Helm releases %s" % (self.helm.note or "not checked")
+        return "Helm releases: %d read%s" % (self.helm.scanned, "; " + self.helm.note if self.helm.note else "")
+
+    @property
+    def ok(self) -> bool:
+        """No client of a removed version at all (accepted ones included)."""
+        return not any(c.clients() for c in self.crds)
+
+    @property
+    def held_back(self) -> List[str]:
+        """CRDs whose release N+1 must not be applied: a client not accepted still uses a version it removes."""
+        return [c.name for c in self.crds if c.clients(self.accept)]
+
+    def refusal(self, cluster: str) -> str:
+        bad = ["CRD %s: %s; fix: %s" % (c.name, "; ".join(c.clients(self.accept)), c.fix())
+               for c in self.crds if c.clients(self.accept)]
+        return ("cluster %s: release N+1 held back for %d CRDs, whose clients still use versions it removes and would "
+                "break when they go: %s. Or accept that they break (role variable crd_upgrade_accept_broken_clients: "
+                "true, or a list of the names above)" % (cluster, len(bad), "; ".join(bad)))
+
+    def broken_clients(self, cluster: str) -> List[Dict[str, Any]]:
+        return [dict(client, cluster=cluster) for c in self.crds for client in c.broken_clients()]
+
+    def readers_checked(self) -> bool:
+        """Whether every checked CRD's request counters were read (else readers were not looked for at all)."""
+        return bool(self.crds) and all(c.measured() for c in self.crds)
+
+    def to_dict(self, cluster: str) -> Dict[str, Any]:
+        return {"crds": [c.to_dict(self.accept) for c in self.crds], "since": iso(self.since),
+                "server_time": iso(self.server_time), "metrics_window_s": self.window_s, "metrics": self.metrics,
+                "readers_checked": self.readers_checked(), "ok": self.ok, "held_back": self.held_back,
+                "helm": self.helm.to_dict() if self.helm is not None else None, "helm_words": self.helm_sentence(),
+                "refusal": self.refusal(cluster) if self.held_back else None}
+
+
+def metrics_targets(transport: Transport, endpoints: List[str],
+                    connect: Callable[[str], Transport]) -> Tuple[Dict[str, Transport], Optional[str]]:
+    """The apiservers whose counters can be read one by one, and what is not covered (or None)."""
+    topo, reachable = discover_topology(transport, endpoints, connect)
+    alive = topo.leases.alive
+    direct = dict((url, t) for url, t in reachable.items() if url in topo.reached)
+    if alive is not None and topo.known >= alive and direct:
+        return direct, None
+    kube_url = topo.kubeconfig_url
+    if alive == 1 and not direct:
+        return {kube_url: transport}, None
+    if direct:
+        return direct, ("%s apiservers alive, %d measured directly" % ("an unknown number of" if alive is None
+                                                                       else alive, len(direct)))
+    # a load balancer may answer each read from another member, so two reads are not one counter's growth
+    return {}, ("not measured: the apiservers cannot be reached one by one (%s); set apiserver_endpoints"
+                % (topo.leases.problem or "%s alive" % alive))
+
+
+def measure_window(targets: Mapping[str, Transport], crds: List[Crd], removed: Mapping[str, List[str]],
+                   window: float, during: Callable[[], None], clock: Callable[[], float] = time.monotonic,
+                   sleep: Callable[[float], None] = time.sleep) -> Dict[str, List[Traffic]]:
+    """Read every target's counters, run ``during`` (which sends nothing at a removed version), wait out the
+    window, read again. CRD name -> one Traffic per apiserver."""
+    groups = sorted(set(c.group for c in crds))
+    first = dict((url, read_metrics(t, groups)) for url, t in targets.items())
+    start = clock()
+    during()
+    left = window - (clock() - start)
+    if left > 0:
+        sleep(left)
+    out: Dict[str, List[Traffic]] = dict((c.name, []) for c in crds)
+    for url, t in targets.items():
+        before, why = first[url]
+        after, why_after = read_metrics(t, groups) if before is not None else (None, why)
+        for crd in crds:
+            if before is None or after is None:
+                out[crd.name].append(Traffic(url, measured=False, note=why or why_after))
+            else:
+                out[crd.name].append(traffic_of(url, before, after, crd, list(removed.get(crd.name) or [])))
+    return out
+
+
+def removed_of(crd: Crd, removed_versions: Mapping[str, List[str]]) -> List[str]:
+    """The versions of ``crd`` the next release removes, among those it still defines."""
+    defined = [v.name for v in crd.versions]
+    return [v for v in removed_versions.get(crd.name) or [] if v in defined]
+
+
+def find_writers(transport: Transport, crds: List[Crd], options: WritersOptions,
+                 connect: Optional[Callable[[str], Transport]] = None, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> WritersResult:
+    """Name every client still using a version ``options.removed_versions`` says the next release removes.
+    ``connect(url)``: a transport to one apiserver with the same credentials (for its /metrics)."""
+    options.validate()
+    now = server_clock(transport)
+    since = (parse_time(options.since) if options.since else None) or now - options.lookback  # since: validated
+    checked = [c for c in crds if removed_of(c, options.removed_versions)]
+    results = dict((c.name, CrdWriters(c.name, c.group, removed_of(c, options.removed_versions),
+                                       storage_version=c.storage_version or "")) for c in checked)
+
+    def scan() -> None:  # LISTs at the storage version: nothing at a removed version
+        for crd in checked:
+            for page in metadata_pages(transport, crd, options.page_size):
+                for meta in page:
+                    results[crd.name].add(meta, since)
+
+    helm = helm_evidence(transport, checked, results, options) if options.helm_releases and checked else None
+    accept = rewritten_helm_accepted(options, checked, helm)
+    if not checked or options.metrics_window <= 0 or connect is None:
+        scan()
+        why = "not measured: metrics_window is 0" if options.metrics_window <= 0 else "not measured"
+        return WritersResult([results[c.name] for c in checked], since, now, 0.0, why, accept, helm)
+    targets, gap = metrics_targets(transport, list(options.apiserver_endpoints), connect)
+    traffic = measure_window(targets, checked, dict((c.name, results[c.name].removed_versions) for c in checked),
+                             options.metrics_window, scan, clock, sleep)
+    for crd in checked:
+        results[crd.name].traffic = traffic[crd.name]
+    return WritersResult([results[c.name] for c in checked], since, now, options.metrics_window,
+                         metrics_sentence(traffic, options.metrics_window, gap), accept, helm)
+
+
+def helm_evidence(transport: Transport, checked: List[Crd], results: Mapping[str, CrdWriters],
+                  options: WritersOptions) -> HelmScan:
+    """Helm releases whose stored manifest declares a checked CRD's kind at a removed version, added per CRD."""
+    targets = dict((c.name, (c.group, c.kind, removed_of(c, options.removed_versions))) for c in checked)
+    scan = scan_helm_releases(transport, targets, page_size=min(options.page_size, 100))
+    for crd in checked:
+        for release in scan.for_crd(crd.name):
+            results[crd.name].add_helm(release)
+    return scan
+
+
+def rewritten_helm_accepted(options: WritersOptions, checked: List[Crd], helm: Optional[HelmScan]) -> Accept:
+    """``options.accept``, plus the Helm releases the run will rewrite (conversion None only, helm_rewrite): their
+    stored manifest moves to the storage version before release N+1, and the managedFields pass before it moves
+    the entries of their objects, so neither they nor the appliers whose objects name them are left behind."""
+    if not options.helm_rewrite or helm is None or isinstance(options.accept, bool) and options.accept:
+        return options.accept
+    plain = set(c.name for c in checked if c.conversion_strategy == "None")
+    # a release that also declares a webhook-converted CRD is not rewritten whole, so it is not accepted
+    refs = sorted(set(r.label for r in helm.releases if all(o.crd in plain for o in r.objects) and not r.blocked))
+    if not refs:
+        return options.accept
+    return list(options.accept or []) + refs if not isinstance(options.accept, bool) else refs
+
+
+def metrics_sentence(traffic: Mapping[str, List[Traffic]], window: float, gap: Optional[str]) -> str:
+    measured = sorted(set(t.apiserver for ts in traffic.values() for t in ts if t.measured))
+    if measured:
+        words = "measured on %s over %.0f s" % (", ".join(measured), window)
+    elif gap:
+        return gap
+    else:
+        words = "; ".join(sorted(set(t.note or "" for ts in traffic.values() for t in ts))) or "not measured"
+    return words + (" (%s)" % gap if gap else "")

@@ -1,0 +1,83 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The engine's folders are floors: a folder imports only the folders below it, never a private name of another
+folder, and nothing of Ansible."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+ENGINE = Path(__file__).resolve().parents[4] / "plugins" / "module_utils" / "_crdops"
+# bottom first; the same order as the package docstring of _crdops/__init__.py
+FLOORS = ["kube", "record", "ha", "ownership", "restore", "proof", "repair", "release", "report", "run"]
+
+
+def target_of(node: ast.ImportFrom, folder: str) -> str:
+    """The folder a relative import inside ``folder`` reaches: ``.x`` is its own, ``..other.x`` another."""
+    if node.level == 1:
+        return folder
+    if node.level == 2 and node.module:
+        return node.module.split(".")[0]
+    return "(%s%s)" % ("." * node.level, node.module or "")
+
+
+def violations(sources: Dict[str, str]) -> List[str]:
+    """Every import of the ``folder/module.py`` sources that goes upwards, across to a private name, out of the
+    engine by absolute path, or to Ansible."""
+    out = []
+    for rel, text in sorted(sources.items()):
+        folder = rel.split("/")[0]
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Import):
+                out += ["%s: imports %s" % (rel, a.name) for a in node.names if a.name.split(".")[0] == "ansible"]
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level == 0:
+                if (node.module or "").startswith(("ansible", "ansible_collections")):
+                    out.append("%s: imports %s (the engine imports itself relatively, and no Ansible)"
+                               % (rel, node.module))
+                continue
+            target = target_of(node, folder)
+            if target not in FLOORS:
+                out.append("%s: imports %s, outside the floors" % (rel, target))
+            elif FLOORS.index(target) > FLOORS.index(folder):
+                out.append("%s: imports %s.%s, a floor above %s" % (rel, target, node.module, folder))
+            elif target != folder:
+                out += ["%s: imports %s from %s, private to its folder" % (rel, a.name, target)
+                        for a in node.names if a.name.startswith("_")]
+    return out
+
+
+def engine_sources() -> Dict[str, str]:
+    return {str(p.relative_to(ENGINE)): p.read_text() for p in ENGINE.glob("*/*.py")}
+
+
+def test_every_engine_module_lives_in_a_floor():
+    assert sorted(p.name for p in ENGINE.glob("*.py")) == ["__init__.py"]
+    assert sorted(p.name for p in ENGINE.iterdir() if p.is_dir() and p.name != "__pycache__") == sorted(FLOORS)
+    assert all((ENGINE / f / "__init__.py").read_text().count('"""') == 2 for f in FLOORS), "each floor says what it holds"
+
+
+def test_imports_only_go_downwards_and_never_to_a_private_name_across():
+    assert violations(engine_sources()) == []
+
+
+@pytest.mark.parametrize("rel, text, expected", [
+    ("kube/transport.py", "from ..restore.pace import Gate\n", "a floor above kube"),
+    ("restore/pace.py", "def f():\n    from ..run.discover import x\n", "a floor above restore"),
+    ("report/words.py", "from ..kube.errors import _helper\n", "private to its folder"),
+    ("kube/crd.py", "from ansible.module_utils.basic import AnsibleModule\n", "no Ansible"),
+    ("kube/crd.py", "import ansible\n", "imports ansible"),
+])
+def test_a_bad_import_is_named(rel, text, expected):
+    found = violations({rel: text})
+    assert len(found) == 1 and expected in found[0] and rel in found[0]
+
+
+def test_downward_and_sideways_imports_pass():
+    assert violations({"run/discover.py": "from ..kube.crd import Crd\nfrom .nothing_to_do import decide\n",
+                       "kube/crd.py": "from .errors import _private_but_same_folder\n"}) == []
