@@ -45,7 +45,7 @@ options:
   accept_unproven:
     description:
       - "Trim on a valid record whose proof is C(none) (written with O(crdops.migration.crd_storage_migrate#module:confirm_passes=0),
-        or by a version before 1.1.0): no etcd scan and no confirming pass showed that every object is stored at the
+        or by an earlier run that recorded no proof): no etcd scan and no confirming pass showed that every object is stored at the
         storage version. Refused by default. Set it after checking etcd yourself (M(crdops.migration.crd_storage_verify))."
       - The record's proof is returned as C(proof) in RV(crds[].migration_record).
     type: bool

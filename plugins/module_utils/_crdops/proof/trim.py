@@ -117,7 +117,7 @@ def trim_stored_versions(
         raise refused(transport, crd, RecordError(
             "refusing to trim status.storedVersions %s -> %s: the migration record has no proof (proof none: no etcd "
             "scan and no confirming pass showed that every object is at the storage version; written with "
-            "confirm_passes=0 or by a version before 1.1.0). Run crd_storage_migrate again with force=true (a "
+            "confirm_passes=0, or by an earlier run that recorded no proof). Run crd_storage_migrate again with force=true (a "
             "confirming pass, or etcd_url), or check etcd with crd_storage_verify and then set accept_unproven=true"
             % (before, after), cluster=cluster, crd=crd.name), check_mode, event_errors)
     if validation.ok and validation.record is not None and validation.record.barrier_mode == SETTLE_MODE and not (

@@ -46,7 +46,7 @@ class MigrationRecord:
     gone: int = 0
     failed: int = 0
     # objects listed but not written because a checkpoint (or this pass before a relist) shows them done;
-    # absent from records written before 1.1.0, read as 0 (their identity is rewritten+unchanged+gone == listed)
+    # absent from records of earlier runs, read as 0 (their identity is rewritten+unchanged+gone == listed)
     skipped_by_checkpoint: int = 0
     # objects listed but not written because they were last written after the HA barrier passed, with no
     # managedFields entry at another version (freshness.py); absent from older records, read as 0
