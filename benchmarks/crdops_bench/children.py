@@ -59,7 +59,7 @@ def gentle_gate(transport, crd, opts, budget: float):
         resp = conn.request("GET", lease.path)
         if not resp.ok:
             raise transport_mod.error_from_response(resp, "latency probe GET")
-    probe = probe_mod.LatencyProbe(fetch, budget, target=lease.where).start()
+    probe = probe_mod.LatencyProbe(fetch, budget, target=lease.where).start().measure_idle(lambda: False)
 
     def cleanup() -> None:
         probe.stop()

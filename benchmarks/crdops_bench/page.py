@@ -8,7 +8,7 @@ import statistics
 import subprocess
 
 from . import data, probe
-from .report import (failures, gentle_table, phase_table, role_table, rows_json, rss_table, throughput_table)
+from .report import failures, gentle_table, phase_table, role_table, rss_table, throughput_table
 
 CONTENDERS = [
     ("ceiling", "the fastest honest client: list names (PartialObjectMetadataList, 500/page) and send `{{}}` merge patches "
@@ -115,6 +115,6 @@ Generated on {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC} b
     if any(r["suite"] in ("throughput", "fleet") for r in raw):
         parts.append("### Throughput side by side\n\n" + throughput_table(raw, run.args.fleet_qps)
                      + "\n\nPeak RSS of the engine process (ours-best):\n\n" + rss_table(raw))
-    parts.append(f"Failures: {failures(raw)}\n\n<details><summary>every run of this command (JSON)</summary>\n\n"
-                 f"```json\n{rows_json(raw)}\n```\n\n</details>")
+    parts.append(f"Failures: {failures(raw)}\n\nEvery run of this command, as JSON: "
+                 f"[performance-latest.json](performance-latest.json).")
     return "\n\n".join(parts) + "\n"

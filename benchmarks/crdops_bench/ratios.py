@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from .stats import NAN, div, fmt, med, med_of, rows
+from .suites import BUDGET
 
 GENTLE_P99 = 2.0
 GENTLE_SHARE = 0.5
@@ -58,9 +59,16 @@ class Ratios:
                 self.add(f"probe {kind.upper()} p99 during ÷ idle, {other} @ {n:,}", self.p99_ratio(other, n, kind),
                          pace={"ours-max": "max", "ours-gentle-apf": "gentle + APF",
                                "ours-gentle-admin": "gentle, APF-exempt"}.get(other, ""))
-        for mine in ("ours-gentle", "ours-gentle-admin"):
+        budgets = sorted({r["contender"] for r in self.raw if r["contender"].startswith(BUDGET)},
+                         key=lambda c: float(c[len(BUDGET):]))
+        for mine in ("ours-gentle", "ours-gentle-admin", *budgets):
             self.add(f"own probe ÷ external probe, GET p99 multiple, {mine} @ {n:,}", self.own_probe_ratio(mine, n),
                      pace="gentle")
+        for mine in budgets:  # the budget against what other clients saw and against throughput
+            self.add(f"probe GET p99 during ÷ idle, {mine} @ {n:,}", self.p99_ratio(mine, n, "get"),
+                     pace=f"gentle, budget x{mine[len(BUDGET):]}")
+            self.add(f"{mine} ÷ in-tree throughput @ {n:,}", div(self.rate("gentle", mine, n), intree),
+                     pace=f"gentle, budget x{mine[len(BUDGET):]}")
         self.add(f"ours-gentle ÷ ceiling throughput @ {n:,} (default settings)", div(gentle, ceiling),
                  f"≥ {GENTLE_SHARE}", div(gentle, ceiling) >= GENTLE_SHARE, "gentle")
         self.add(f"ours-max ÷ ceiling throughput @ {n:,}", div(fast, ceiling), f"≥ {MAX_SHARE}",

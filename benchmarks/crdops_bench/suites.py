@@ -23,6 +23,17 @@ from .probe import Probe, create_configmaps
 GENTLE = ("ceiling", "ours-gentle", "ours-max", "in-tree", "kubectl")
 APF = "ours-gentle-apf"  # --apf: ours-gentle under the shipped FlowSchema (apf.py)
 ADMIN = "ours-gentle-admin"  # --admin: ours-gentle as a system:masters certificate, which APF exempts
+BUDGET = "ours-gentle-budget-"  # --budgets: ours-gentle holding another latency budget than the default
+
+
+def budget_contender(budget: float) -> str:
+    return f"{BUDGET}{budget:g}"
+
+
+def extra_gentle(args) -> tuple:
+    """The gentle suite's contenders beside GENTLE that this command asked for."""
+    return (((APF,) if args.apf else ()) + ((ADMIN,) if args.admin else ())
+            + tuple(budget_contender(b) for b in args.budgets))
 THROUGHPUT = ("ceiling", "ours-default", "ours-best", "ansible", "in-tree", "kubectl")
 
 
@@ -129,6 +140,8 @@ class Runner:
                 return b.engine(group, {"pace": "gentle"}, ready)
         if name == ADMIN:  # no priority level queues it: the pace alone keeps it gentle
             return b.engine(group, {"pace": "gentle"}, ready, auth=b.admin_auth())
+        if name.startswith(BUDGET):
+            return b.engine(group, {"pace": "gentle", "latency_budget": float(name[len(BUDGET):])}, ready)
         if name in ("ours-gentle", "ours-max"):
             return b.engine(group, {"pace": name.split("-")[1]}, ready)
         if name == "in-tree":
@@ -147,8 +160,7 @@ class Runner:
         try:
             for rep in range(reps):
                 print(f"# gentle N={n} rep {rep + 1}/{reps}", flush=True)
-                extra = ((APF,) if self.args.apf else ()) + ((ADMIN,) if self.args.admin else ())
-                for name in rotated(GENTLE + extra, rep):
+                for name in rotated(GENTLE + extra_gentle(self.args), rep):
                     if name in self.args.skip or (name == "kubectl" and not self.bench.kubectl):
                         continue
                     idle = IdleWindow(probe, self.args.idle_seconds, server_pids(self.bench.cluster))

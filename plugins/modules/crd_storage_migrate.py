@@ -109,10 +109,12 @@ options:
         of their idle p99 latency. V(0) turns the probe off (the writes' own latency alone sets the pace).
       - A probe stands in for other clients. It sends a GET of the pass Lease 20 times a second, with the run's credentials
         (the same authentication and API Priority and Fairness flow as the writes), on a connection of its own and
-        outside O(max_qps). Its samples from before the first write are the idle baseline (at least 30, taken during
-        the barrier and the drain, else every 5 ms just before the first write, or carried over from the run's previous
-        pass). From then on, the p99 of
-        its last 5 s is held within this multiple, beside the write latency; whichever asks for the slower pace wins.
+        outside O(max_qps). Its samples from before the pass does anything else are the idle baseline (at least 100, every 5 ms,
+        about a second, after 3 answers that paid the new connection's set-up; or carried over from the run's
+        previous pass). From then on, the p99 of its last 5 s is held
+        within this multiple, beside the write latency; whichever asks for the slower pace wins.
+      - Only the probe slows the pass below one write in flight all the time, down to one write in flight 10% of the
+        time (C(duty) in RV(crds[].pace)): after a write that took L, the next one waits L * (1/duty - 1).
       - An idle baseline whose p99 is over 5 times its p50 is too noisy to hold anything to. The result then says
         C(baseline noisy) and the budget is not applied.
       - What the probe saw is returned in C(probe) of RV(crds[].pace) and shown in the pass's result line.
@@ -582,7 +584,9 @@ crds:
       description:
         - The pace of the writes at the end of the pass (see O(pace)) - C(mode), C(final_limit) (writes allowed in
           flight at the end), C(min_limit) and C(max_limit_reached) (the lowest and highest limit of the pass),
-          C(workers), C(baseline_ms) (the idle write latency learned), C(latency_ms) (median of the last window),
+          C(workers), C(duty) (the fraction of the time one write was allowed in flight at the end: below 1 only when
+          the latency probe slowed the pass further; C(final_limit) and C(min_limit) are then that fraction too),
+          C(baseline_ms) (the idle write latency learned), C(latency_ms) (median of the last window),
           C(backoffs) (cuts of the limit, latency or throttling), C(throttle_backoffs) (of which for 429/503),
           C(windows), C(probes) (windows run at one write in flight), C(peak_in_flight) and C(started_from)
           (C(limit) and C(baseline_ms) this pass started from, learned by the previous pass of the same run with

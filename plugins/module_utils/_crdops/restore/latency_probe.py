@@ -12,7 +12,8 @@ the run owns anyway (the pass Lease) every ``interval`` seconds, with the run's 
 authentication and API Priority and Fairness flow as our writes) on a connection of its own, never through our
 ``max_qps`` bucket.
 
-Its samples before the first write are the idle baseline; ``multiple()`` is the p99 of the last ``window_s``
+Its samples before the pass does anything else (``measure_idle``: nothing of ours loads the apiserver or holds the
+interpreter meanwhile) are the idle baseline; ``multiple()`` is the p99 of the last ``window_s``
 seconds over the idle p99, which the limiter holds within the latency budget (pace.py). A baseline is usable with
 at least MIN_IDLE_SAMPLES samples and an idle p99 within NOISY_RATIO of its p50; otherwise the probe reports
 "baseline noisy" and the limiter keeps its write-latency signal alone.
@@ -31,10 +32,14 @@ from ..kube.errors import CrdOpsError
 
 DEFAULT_BUDGET = 2.0  # the probe's p99 while we write, as a multiple of its idle p99
 DEFAULT_INTERVAL_S = 0.05  # 20 GETs a second: a busy controller's reads, light beside a pass's writes
-MIN_IDLE_SAMPLES = 30
-# until it has them, the probe asks every 5 ms (one request in flight: still light), so a first write waits well
-# under a second for its baseline when the barrier and the drain took no time
+# a p99 of 100 samples is their second slowest, not their slowest: one stray answer does not make the baseline
+MIN_IDLE_SAMPLES = 100
+# until it has them, the probe asks every 5 ms (one request in flight: still light), so a first write waits about
+# a second for its baseline when the barrier and the drain took no time
 IDLE_INTERVAL_S = 0.005
+# the first answers on the probe's new connection carry the TLS handshake and the apiserver's first look at the
+# token: not what a client with a warm connection sees, so they are asked and not counted
+WARMUP_REQUESTS = 3
 NOISY_RATIO = 5.0  # an idle p99 above this many times the idle p50 is no baseline to hold anything to
 WINDOW_S = 5.0  # the sliding window the budget is held over
 MIN_WINDOW_SAMPLES = 20
@@ -93,6 +98,7 @@ class LatencyProbe:
         self.baseline = baseline
         self.carried = baseline is not None
         self.errors = 0
+        self._warmup_left = WARMUP_REQUESTS
         self._idle: List[float] = []
         self._during: List[float] = []
         self._window: Deque[Tuple[float, float]] = deque()
@@ -125,13 +131,17 @@ class LatencyProbe:
             return self.baseline is not None or len(self._idle) >= MIN_IDLE_SAMPLES
 
     def sample_once(self) -> None:
-        """One probe request, timed; a failure counts as an error, not as a latency."""
+        """One probe request, timed; a failure counts as an error, not as a latency; the first WARMUP_REQUESTS
+        answers count as neither."""
         started = self.clock()
         try:
             self.fetch()
         except (CrdOpsError, OSError):
             with self._cond:
                 self.errors += 1
+            return
+        if self._warmup_left > 0:
+            self._warmup_left -= 1
             return
         self.record(started, self.clock() - started)
 
@@ -143,6 +153,19 @@ class LatencyProbe:
                 self._during.append(latency)
                 self._window.append((started, latency))
             self._cond.notify_all()
+
+    def measure_idle(self, give_up: Callable[[], bool], timeout: float = 5.0) -> LatencyProbe:
+        """Wait (at most ``timeout``) for the idle baseline and freeze it, unless one was carried in. Called before
+        the pass does anything else: its own LISTs and dry-runs load the apiserver, and its threads decoding pages
+        hold the interpreter the probe's timer runs in, so samples taken beside them are not idle."""
+        with self._cond:
+            deadline = self.clock() + timeout
+            while (self.baseline is None and len(self._idle) < MIN_IDLE_SAMPLES and not give_up()
+                   and self._thread is not None and self.clock() < deadline):
+                self._cond.wait(self.interval)
+            if self.baseline is None and len(self._idle) >= MIN_IDLE_SAMPLES:
+                self.baseline = Baseline.of(self._idle)
+        return self
 
     def writes_begin(self, give_up: Callable[[], bool], timeout: float = 10.0) -> None:
         """Called before the first write: wait (at most ``timeout``) for enough idle samples unless a baseline

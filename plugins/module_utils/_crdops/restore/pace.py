@@ -15,7 +15,11 @@ of drifting up with the load it causes (BBR's ProbeRTT). docs/how-it-works.md sa
 What other clients see is a signal of its own (latency_probe.py): with a probe, a window also cuts the limit when
 the probe's p99 over its sliding window is above ``budget`` times its idle p99, in proportion, at most once per
 ``probe_cut_every`` seconds (the probe's window still holds the samples from before a cut), and the limit does not
-grow while it is above. Whichever signal asks for the deeper cut wins.
+grow while it is above. Whichever signal asks for the deeper cut wins. Only the probe cuts below one write in
+flight: a limit of 0.4 keeps one write in flight 40 % of the time (after a write that took L seconds the next one
+starts L * (1/0.4 - 1) later), down to ``min_duty``; it grows back by a quarter per window while the probe is
+within the budget. One write in flight all the time can still be more than a small control plane gives away
+quietly; the write-latency signal cannot see that, since at one write in flight it measures its own baseline.
 
 ``pace: max`` measures the same way but never moves the limit from ``workers`` (the full-speed behaviour of
 a maintenance window). Both modes are bounded by the transport's ``max_qps``.
@@ -63,7 +67,7 @@ class Learned:
             limit, baseline = float(raw["limit"]), float(raw["baseline_ms"]) / 1000.0
         except (KeyError, TypeError, ValueError):
             return None
-        return cls(limit, baseline) if limit >= 1.0 and baseline > 0.0 else None
+        return cls(limit, baseline) if limit > 0.0 and baseline > 0.0 else None
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,8 @@ class PaceSettings:
     initial_limit: float = 1.0  # the first window is the first idle measurement
     max_cut: float = 0.5  # a window never cuts the limit below this fraction
     probe_cut_every: float = 2.0  # seconds between cuts asked for by the latency probe
+    min_duty: float = 0.1  # the probe cuts down to one write in flight this fraction of the time, no further
+    duty_growth: float = 1.25  # below one write in flight, a quiet window grows the limit by this factor
 
 
 class GradientLimiter:
@@ -123,6 +129,11 @@ class GradientLimiter:
         if not self.adaptive or self.baseline is None:
             return None
         return Learned(self.limit, self.baseline)
+
+    @property
+    def duty(self) -> float:
+        """The fraction of the time one write may be in flight: 1 unless the probe cut the limit below one."""
+        return min(1.0, self.limit)
 
     @property
     def permits(self) -> int:
@@ -180,17 +191,20 @@ class GradientLimiter:
         target = (self.baseline or 0.0) * self.settings.tolerance + self.settings.slack
         factors = [target / p50] if p50 > target else []
         over = self._probe_over_budget()
+        floor = min(1.0, self.limit)  # the write latency never cuts below one write in flight
         if over is not None and self._probe_may_cut():
             factors.append(over)
             self.probe_cuts += 1
             self._last_probe_cut = self.clock()
+            floor = self.settings.min_duty
         if factors:
             self.congested += 1
-            if self.limit > 1.0:  # at one write in flight there is nothing left to cut
+            if self.limit > floor:  # at the floor there is nothing left to cut
                 self.backoffs += 1
-            self._set_limit(self.limit * max(self.settings.max_cut, min(factors)))
+            self._set_limit(self.limit * max(self.settings.max_cut, min(factors)), floor)
         elif over is None:
-            self._set_limit(self.limit + 1.0)
+            grown = self.limit + 1.0 if self.limit >= 1.0 else min(1.0, self.limit * self.settings.duty_growth)
+            self._set_limit(grown, floor)
 
     def _probe_over_budget(self) -> Optional[float]:
         """budget / multiple when the probe's window is over the budget, else None."""
@@ -202,18 +216,24 @@ class GradientLimiter:
     def _probe_may_cut(self) -> bool:
         return self._last_probe_cut is None or self.clock() - self._last_probe_cut >= self.settings.probe_cut_every
 
-    def _set_limit(self, value: float) -> None:
-        self.limit = min(float(self.max_limit), max(1.0, value))
+    def _set_limit(self, value: float, floor: float = 1.0) -> None:
+        self.limit = min(float(self.max_limit), max(floor, value))
         self.min_seen = min(self.min_seen, self.limit)
         self.max_seen = max(self.max_seen, self.limit)
 
     def snapshot(self) -> Dict[str, Any]:
-        return {"mode": GENTLE if self.adaptive else MAX, "limit": self.permits, "final_limit": int(self.limit),
-                "min_limit": int(self.min_seen), "max_limit_reached": int(self.max_seen), "workers": self.max_limit,
+        return {"mode": GENTLE if self.adaptive else MAX, "limit": self.permits, "final_limit": _limit(self.limit),
+                "min_limit": _limit(self.min_seen), "max_limit_reached": _limit(self.max_seen),
+                "duty": round(self.duty, 2), "workers": self.max_limit,
                 "baseline_ms": _ms(self.baseline), "latency_ms": _ms(self.latency), "backoffs": self.backoffs,
                 "throttle_backoffs": self.throttle_backoffs, "windows": self.windows,
                 "congested_windows": self.congested, "probes": self.probes, "probe_cuts": self.probe_cuts,
                 "started_from": self.started_from.to_dict() if self.started_from else None}
+
+
+def _limit(value: float) -> float:
+    """Writes in flight as a result says it: whole above one, the fraction of the time below."""
+    return int(value) if value >= 1.0 else round(value, 2)
 
 
 def _ms(seconds: Optional[float]) -> Optional[float]:
@@ -222,7 +242,8 @@ def _ms(seconds: Optional[float]) -> Optional[float]:
 
 class PaceGate:
     """A semaphore whose number of permits the limiter sets: it bounds the writes in flight, not only their
-    spacing. A lower limit takes effect as writes in flight finish; none is interrupted."""
+    spacing. A lower limit takes effect as writes in flight finish; none is interrupted. Below one write in flight
+    (the limiter's ``duty``), a write also waits out the pause the one before it earned."""
 
     def __init__(self, limiter: GradientLimiter, clock: Clock = time.monotonic, poll: float = 0.2) -> None:
         self.limiter = limiter
@@ -232,6 +253,7 @@ class PaceGate:
         self.peak_in_flight = 0
         self._cond = threading.Condition()
         self._writing = False
+        self._not_before = 0.0  # below one write in flight: the next write starts no earlier
 
     @property
     def probe(self) -> Optional[LatencyProbe]:
@@ -244,10 +266,10 @@ class PaceGate:
             self.probe.writes_begin(give_up)
         self._writing = True
         with self._cond:
-            while self.in_flight >= self.limiter.permits:
+            while self.in_flight >= self.limiter.permits or self.clock() < self._not_before:
                 if give_up():
                     return None
-                self._cond.wait(self.poll)
+                self._cond.wait(max(0.001, min(self.poll, self._not_before - self.clock())))
             if give_up():
                 return None
             self.in_flight += 1
@@ -264,6 +286,9 @@ class PaceGate:
                 self.limiter.on_throttled()
             else:
                 self.limiter.on_sample(started, ended - started - waited)
+            duty = self.limiter.duty
+            if duty < 1.0:  # in flight ``duty`` of the time: a pause in proportion to this write's time
+                self._not_before = max(self._not_before, ended + (ended - started) * (1.0 / duty - 1.0))
             self._cond.notify_all()
 
     def snapshot(self) -> Dict[str, Any]:
@@ -313,6 +338,8 @@ def describe(snap: Optional[Dict[str, Any]]) -> str:
     if not snap:
         return ""
     text = "pace %s %s/%s in flight" % (snap.get("mode"), snap.get("limit"), snap.get("workers"))
+    if (snap.get("duty") or 1.0) < 1.0:
+        text += " %d%% of the time" % round(100 * snap["duty"])
     if snap.get("latency_ms") is not None:
         text += ", write p50 %.1f ms (idle %.1f ms)" % (snap["latency_ms"], snap.get("baseline_ms") or 0.0)
     if snap.get("backoffs"):

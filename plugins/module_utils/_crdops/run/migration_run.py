@@ -354,7 +354,8 @@ def run_migration(transport: Transport, crds: List[Crd], options: RunOptions,
 def start_probe(transport: Transport, lease: Optional[PassLease], options: RunOptions,
                 carry: PaceCarry) -> Optional[LatencyProbe]:
     """The probe of one pass under pace gentle with a budget: GETs of its pass Lease on a connection of its own (no
-    max_qps bucket), from now (the barrier and the drain are idle time to measure) until the pass ends."""
+    max_qps bucket), from now until the pass ends; its idle baseline (about a second) is measured before the pass
+    does anything else, unless an earlier pass of this cluster measured it."""
     if lease is None or options.restore.pace != GENTLE or not options.latency_budget:
         return None
     own = getattr(transport, "for_endpoint", None)
@@ -366,7 +367,9 @@ def start_probe(transport: Transport, lease: Optional[PassLease], options: RunOp
         resp = conn.request("GET", path)
         if not resp.ok:
             raise error_from_response(resp, "latency probe GET of the pass Lease", cluster=transport.cluster_label)
-    return LatencyProbe(fetch, options.latency_budget, baseline=carry.idle, target=lease.where).start()
+    probe = LatencyProbe(fetch, options.latency_budget, baseline=carry.idle, target=lease.where).start()
+    stop = options.stop
+    return probe.measure_idle(give_up=stop.is_set if stop is not None else (lambda: False))
 
 
 def take_lease(transport: Transport, crd: Crd, options: RunOptions) -> PassLease:

@@ -12,9 +12,10 @@ import pytest
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import ApiError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.latency_probe import (
-    MIN_IDLE_SAMPLES, Baseline, LatencyProbe, describe, percentile)
+    MIN_IDLE_SAMPLES, WARMUP_REQUESTS, Baseline, LatencyProbe, describe, percentile)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.pace import (
     GradientLimiter, PaceCarry, PaceGate, PaceSettings)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.pace import describe as describe_pace
 
 
 class FakeClock(object):
@@ -64,7 +65,7 @@ def test_idle_samples_before_the_first_write_are_the_baseline_and_the_window_p99
     during(probe, clock, 0.011)
     assert probe.multiple() == pytest.approx(1.1)
     summary = probe.summary()
-    assert summary["baseline"] == "ok" and summary["idle"] == {"p50_ms": 10.0, "p99_ms": 10.0, "samples": 30}
+    assert summary["baseline"] == "ok" and summary["idle"] == {"p50_ms": 10.0, "p99_ms": 10.0, "samples": MIN_IDLE_SAMPLES}
     assert summary["during"]["p99_ms"] == 30.0 and summary["multiple"] == 3.0 and summary["held"] is False
     assert describe(summary) == "other clients' GET p99 10.0 -> 30.0 ms (x3.00, budget x2.0 NOT held)"
 
@@ -86,7 +87,7 @@ def test_a_noisy_or_short_idle_is_no_baseline_and_the_budget_is_not_applied():
 
 def test_a_carried_baseline_needs_no_idle_samples_and_round_trips():
     clock = FakeClock()
-    carried = Baseline(0.008, 0.012, 40)
+    carried = Baseline(0.008, 0.012, MIN_IDLE_SAMPLES + 10)
     assert Baseline.from_dict(carried.to_dict()) == carried
     assert Baseline.from_dict({"p50_ms": 1}) is None and Baseline.from_dict(None) is None
     probe = probe_on(clock, baseline=carried)
@@ -218,3 +219,75 @@ def test_a_pass_whose_writes_stay_fast_while_other_clients_slow_down_is_held_by_
     # again once the probe's window is back within the budget)
     assert held["probe_cuts"] >= 1 and held["min_limit"] < 8, held
     assert held["probe"]["baseline"] == "ok" and held["probe"]["idle"]["p50_ms"] < 5, held["probe"]
+
+
+def test_the_first_answers_on_a_new_connection_are_not_the_idle_baseline():
+    clock, calls = FakeClock(), []
+
+    def fetch():  # the first answers pay the TLS handshake and the token's first review
+        calls.append(1)
+        clock.t += 0.040 if len(calls) <= WARMUP_REQUESTS else 0.002
+
+    probe = LatencyProbe(fetch, 2.0, clock=clock)
+    for _request in range(WARMUP_REQUESTS + MIN_IDLE_SAMPLES):
+        probe.sample_once()
+    begin(probe)
+    assert probe.baseline.samples == MIN_IDLE_SAMPLES and probe.baseline.usable
+    assert probe.baseline.p99 == pytest.approx(0.002) and len(calls) == WARMUP_REQUESTS + MIN_IDLE_SAMPLES
+
+
+def test_only_the_probe_cuts_below_one_write_in_flight_and_the_pace_grows_back_when_others_are_fine():
+    clock = FakeClock()
+    probe = probe_on(clock)
+    idle(probe, clock, 0.010)
+    begin(probe)
+    lim = limiter_with(probe, clock)
+    started = clock.t
+    while clock.t - started < 60:  # other clients stay 3x slower whatever we do
+        feed(lim, clock, 0.002, windows=1, probe=probe, probe_latency=0.030)
+    assert lim.limit == pytest.approx(PaceSettings().min_duty) and lim.permits == 1
+    snap = lim.snapshot()
+    assert snap["final_limit"] == snap["min_limit"] == snap["duty"] == PaceSettings().min_duty
+    assert "1/8 in flight 10% of the time" in describe_pace(dict(snap, probe=None))
+    calm = clock.t
+    while clock.t - calm < 10:  # others back to idle: once the probe's window slid past, it grows past one
+        feed(lim, clock, 0.002, windows=1, probe=probe, probe_latency=0.011)
+    assert lim.limit > 1.0 and lim.duty == 1.0
+    # the writes' own latency alone never goes below one write in flight
+    alone = GradientLimiter(8, settings=PaceSettings(probe_every=1e9), clock=clock)
+    feed(alone, clock, 0.002, windows=3)
+    feed(alone, clock, 0.200, windows=20)
+    assert alone.limit == 1.0 and alone.duty == 1.0
+
+
+def test_below_one_write_in_flight_the_gate_pauses_in_proportion_to_the_last_write():
+    clock = FakeClock()
+    lim = GradientLimiter(8, settings=PaceSettings(probe_every=1e9), clock=clock)
+    lim.limit = 0.25  # one write in flight a quarter of the time
+    gate = PaceGate(lim, clock=clock, poll=0.001)
+    started = gate.acquire(lambda: False)
+    clock.t += 0.010
+    gate.release(started)
+    assert gate._not_before == pytest.approx(clock.t + 0.030)
+    clock.t += 0.029
+    assert gate.acquire(lambda: True) is None  # still pausing: a stop ends the wait
+    clock.t += 0.002
+    assert gate.acquire(lambda: False) == clock.t
+
+
+def test_the_idle_baseline_is_measured_before_the_pass_does_anything_else():
+    probe = LatencyProbe(lambda: time.sleep(0.0005), 2.0).start()
+    try:
+        assert probe.measure_idle(lambda: False) is probe
+        assert probe.baseline is not None and probe.baseline.samples >= MIN_IDLE_SAMPLES
+        frozen = probe.baseline
+        time.sleep(0.05)  # later samples before the first write do not move it
+        begin(probe)
+        assert probe.baseline == frozen
+    finally:
+        probe.stop()
+    stopped = LatencyProbe(lambda: None, 2.0).start()
+    try:  # a stop request ends the wait with no baseline
+        assert stopped.measure_idle(lambda: True).baseline is None
+    finally:
+        stopped.stop()
