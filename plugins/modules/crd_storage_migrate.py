@@ -109,9 +109,9 @@ options:
         of their idle p99 latency. V(0) turns the probe off (the writes' own latency alone sets the pace).
       - A probe stands in for other clients. It sends a GET of the pass Lease 20 times a second, with the run's credentials
         (the same authentication and API Priority and Fairness flow as the writes), on a connection of its own and
-        outside O(max_qps). Its samples from before the pass does anything else are the idle baseline (at least 100, every 5 ms,
-        about a second, after 3 answers that paid the new connection's set-up; or carried over from the run's
-        previous pass). From then on, the p99 of its last 5 s is held
+        outside O(max_qps). Its samples from before the pass does anything else are the idle baseline (60 of them, 3 s, after
+        3 answers that paid the new connection's set-up; or carried over from the run's previous pass). While it
+        runs, the interpreter switches threads every 0.5 ms, so that its answers do not wait on our own writers. From then on, the p99 of its last 5 s is held
         within this multiple, beside the write latency; whichever asks for the slower pace wins.
       - Only the probe slows the pass below one write in flight all the time, down to one write in flight 10% of the
         time (C(duty) in RV(crds[].pace)): after a write that took L, the next one waits L * (1/duty - 1).

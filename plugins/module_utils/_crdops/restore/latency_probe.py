@@ -22,6 +22,7 @@ at least MIN_IDLE_SAMPLES samples and an idle p99 within NOISY_RATIO of its p50;
 from __future__ import annotations
 
 import math
+import sys
 import threading
 import time
 from collections import deque
@@ -32,14 +33,18 @@ from ..kube.errors import CrdOpsError
 
 DEFAULT_BUDGET = 2.0  # the probe's p99 while we write, as a multiple of its idle p99
 DEFAULT_INTERVAL_S = 0.05  # 20 GETs a second: a busy controller's reads, light beside a pass's writes
-# a p99 of 100 samples is their second slowest, not their slowest: one stray answer does not make the baseline
-MIN_IDLE_SAMPLES = 100
-# until it has them, the probe asks every 5 ms (one request in flight: still light), so a first write waits about
-# a second for its baseline when the barrier and the drain took no time
-IDLE_INTERVAL_S = 0.005
+# idle is sampled as the writes are, every ``interval``: requests 5 ms apart meet warmer caches and no wake-up, and
+# a second of them misses the apiserver's rarer slow answers (a benchmark pass measured an idle p99 of 2.5 ms that
+# way where an outside client asking every 50 ms for 30 s saw 4.5 ms, and the pass then held a budget twice too
+# tight). 60 samples at 50 ms: 3 s, once per run and cluster
+MIN_IDLE_SAMPLES = 60
 # the first answers on the probe's new connection carry the TLS handshake and the apiserver's first look at the
 # token: not what a client with a warm connection sees, so they are asked and not counted
 WARMUP_REQUESTS = 3
+# an answer waits for the interpreter while our writers' threads decode and encode JSON, up to a switch interval
+# (5 ms by default) each time: what our own process adds, not what another client sees. While a probe runs, the
+# interpreter switches threads this often instead
+SWITCH_INTERVAL_S = 0.0005
 NOISY_RATIO = 5.0  # an idle p99 above this many times the idle p50 is no baseline to hold anything to
 WINDOW_S = 5.0  # the sliding window the budget is held over
 MIN_WINDOW_SAMPLES = 20
@@ -106,8 +111,11 @@ class LatencyProbe:
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
+        self._switch_before = sys.getswitchinterval()
 
     def start(self) -> LatencyProbe:
+        self._switch_before = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch_before, SWITCH_INTERVAL_S))
         self._thread = threading.Thread(target=self._loop, name="crdops-latency-probe", daemon=True)
         self._thread.start()
         return self
@@ -116,19 +124,16 @@ class LatencyProbe:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=max(5.0, 2 * self.interval))
+            sys.setswitchinterval(self._switch_before)
 
     def _loop(self) -> None:
         next_at = self.clock()
         while not self._stop.is_set():
             self.sample_once()
-            interval = self.interval if self._idle_measured() else min(self.interval, IDLE_INTERVAL_S)
+            interval = self.interval
             next_at += interval
             self._stop.wait(max(0.0, next_at - self.clock()))
             next_at = max(next_at, self.clock() - interval)  # after a slow answer: no burst to catch up
-
-    def _idle_measured(self) -> bool:
-        with self._cond:
-            return self.baseline is not None or len(self._idle) >= MIN_IDLE_SAMPLES
 
     def sample_once(self) -> None:
         """One probe request, timed; a failure counts as an error, not as a latency; the first WARMUP_REQUESTS
@@ -154,7 +159,7 @@ class LatencyProbe:
                 self._window.append((started, latency))
             self._cond.notify_all()
 
-    def measure_idle(self, give_up: Callable[[], bool], timeout: float = 5.0) -> LatencyProbe:
+    def measure_idle(self, give_up: Callable[[], bool], timeout: float = 10.0) -> LatencyProbe:
         """Wait (at most ``timeout``) for the idle baseline and freeze it, unless one was carried in. Called before
         the pass does anything else: its own LISTs and dry-runs load the apiserver, and its threads decoding pages
         hold the interpreter the probe's timer runs in, so samples taken beside them are not idle."""

@@ -15,7 +15,10 @@ of drifting up with the load it causes (BBR's ProbeRTT). docs/how-it-works.md sa
 What other clients see is a signal of its own (latency_probe.py): with a probe, a window also cuts the limit when
 the probe's p99 over its sliding window is above ``budget`` times its idle p99, in proportion, at most once per
 ``probe_cut_every`` seconds (the probe's window still holds the samples from before a cut), and the limit does not
-grow while it is above. Whichever signal asks for the deeper cut wins. Only the probe cuts below one write in
+grow while it is above; with a probe it grows at most once every ``probe_grow_every`` seconds, since a window of
+writes lasts milliseconds and the probe's p99 needs seconds to show what a growth did (growing every window, a
+pass measured other clients' p99 at x2.8 of idle with a budget of 2). Whichever signal asks for the deeper cut
+wins. Only the probe cuts below one write in
 flight: a limit of 0.4 keeps one write in flight 40 % of the time (after a write that took L seconds the next one
 starts L * (1/0.4 - 1) later), down to ``min_duty``; it grows back by a quarter per window while the probe is
 within the budget. One write in flight all the time can still be more than a small control plane gives away
@@ -80,6 +83,7 @@ class PaceSettings:
     initial_limit: float = 1.0  # the first window is the first idle measurement
     max_cut: float = 0.5  # a window never cuts the limit below this fraction
     probe_cut_every: float = 2.0  # seconds between cuts asked for by the latency probe
+    probe_grow_every: float = 2.0  # with a probe, seconds between growths: it sees a change only over its window
     min_duty: float = 0.1  # the probe cuts down to one write in flight this fraction of the time, no further
     duty_growth: float = 1.25  # below one write in flight, a quiet window grows the limit by this factor
 
@@ -94,6 +98,7 @@ class GradientLimiter:
         self.probe = probe if adaptive else None  # pace max holds no budget
         self.probe_cuts = 0  # cuts the probe asked for (what other clients saw)
         self._last_probe_cut: Optional[float] = None
+        self._last_growth: Optional[float] = None
         self.adaptive = adaptive
         self.settings = settings
         self.clock = clock
@@ -202,7 +207,8 @@ class GradientLimiter:
             if self.limit > floor:  # at the floor there is nothing left to cut
                 self.backoffs += 1
             self._set_limit(self.limit * max(self.settings.max_cut, min(factors)), floor)
-        elif over is None:
+        elif over is None and self._may_grow():
+            self._last_growth = self.clock()
             grown = self.limit + 1.0 if self.limit >= 1.0 else min(1.0, self.limit * self.settings.duty_growth)
             self._set_limit(grown, floor)
 
@@ -212,6 +218,13 @@ class GradientLimiter:
         if multiple is None or self.probe is None or multiple <= self.probe.budget:
             return None
         return self.probe.budget / multiple
+
+    def _may_grow(self) -> bool:
+        """Without a probe, every quiet window grows the limit; with one, at most every ``probe_grow_every`` s: a
+        window of writes lasts milliseconds, the probe's p99 needs seconds to show what a growth did."""
+        if self.probe is None or self._last_growth is None:
+            return True
+        return self.clock() - self._last_growth >= self.settings.probe_grow_every
 
     def _probe_may_cut(self) -> bool:
         return self._last_probe_cut is None or self.clock() - self._last_probe_cut >= self.settings.probe_cut_every

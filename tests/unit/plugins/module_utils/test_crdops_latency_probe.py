@@ -118,7 +118,9 @@ def test_the_limiter_holds_the_probe_budget_when_the_writes_latency_does_not_mov
     idle(probe, clock, 0.010)
     begin(probe)
     lim = limiter_with(probe, clock)
-    feed(lim, clock, 0.002, windows=12, probe=probe, probe_latency=0.012)  # others fine: grows to the workers
+    calm = clock.t
+    while clock.t - calm < 16:  # others fine: grows to the workers, one step every 2 s at most
+        feed(lim, clock, 0.002, windows=1, probe=probe, probe_latency=0.012)
     assert lim.permits == 8 and lim.probe_cuts == 0
     # our writes stay fast, other clients' GETs go 3x slower: cut in proportion (2/3), and again only 2 s later
     feed(lim, clock, 0.002, windows=3, probe=probe, probe_latency=0.030)
@@ -250,7 +252,7 @@ def test_only_the_probe_cuts_below_one_write_in_flight_and_the_pace_grows_back_w
     assert snap["final_limit"] == snap["min_limit"] == snap["duty"] == PaceSettings().min_duty
     assert "1/8 in flight 10% of the time" in describe_pace(dict(snap, probe=None))
     calm = clock.t
-    while clock.t - calm < 10:  # others back to idle: once the probe's window slid past, it grows past one
+    while clock.t - calm < 40:  # others back to idle: once the probe's window slid past, it grows past one
         feed(lim, clock, 0.002, windows=1, probe=probe, probe_latency=0.011)
     assert lim.limit > 1.0 and lim.duty == 1.0
     # the writes' own latency alone never goes below one write in flight
@@ -291,3 +293,16 @@ def test_the_idle_baseline_is_measured_before_the_pass_does_anything_else():
         assert stopped.measure_idle(lambda: True).baseline is None
     finally:
         stopped.stop()
+
+
+def test_with_a_probe_the_limit_grows_at_most_every_two_seconds_without_one_every_quiet_window():
+    clock = FakeClock()
+    probe = probe_on(clock)
+    idle(probe, clock, 0.010)
+    begin(probe)
+    lim = limiter_with(probe, clock)
+    feed(lim, clock, 0.002, windows=10, probe=probe, probe_latency=0.010)  # 0.8 s of quiet windows
+    assert lim.limit == 2.0  # one growth: the probe could not have seen what a second one did yet
+    alone = GradientLimiter(8, settings=PaceSettings(probe_every=1e9), clock=clock)
+    feed(alone, clock, 0.002, windows=10)
+    assert alone.limit == 8.0
