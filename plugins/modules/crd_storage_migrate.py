@@ -114,7 +114,7 @@ options:
         runs, the interpreter switches threads every 0.5 ms, so that its answers do not wait on our own writers. From then on, the p99 of its last 5 s is held
         within this multiple, beside the write latency; whichever asks for the slower pace wins.
       - Only the probe slows the pass below one write in flight all the time, down to one write in flight 10% of the
-        time (C(duty) in RV(crds[].pace)): after a write that took L, the next one waits L * (1/duty - 1).
+        time (C(duty) in RV(crds[].pace)); after a write that took L, the next one waits L * (1/duty - 1).
       - An idle baseline whose p99 is over 5 times its p50 is too noisy to hold anything to. The result then says
         C(baseline noisy) and the budget is not applied.
       - What the probe saw is returned in C(probe) of RV(crds[].pace) and shown in the pass's result line.
@@ -584,7 +584,7 @@ crds:
       description:
         - The pace of the writes at the end of the pass (see O(pace)) - C(mode), C(final_limit) (writes allowed in
           flight at the end), C(min_limit) and C(max_limit_reached) (the lowest and highest limit of the pass),
-          C(workers), C(duty) (the fraction of the time one write was allowed in flight at the end: below 1 only when
+          C(workers), C(duty) (the fraction of the time one write was allowed in flight at the end; below 1 only when
           the latency probe slowed the pass further; C(final_limit) and C(min_limit) are then that fraction too),
           C(baseline_ms) (the idle write latency learned), C(latency_ms) (median of the last window),
           C(backoffs) (cuts of the limit, latency or throttling), C(throttle_backoffs) (of which for 429/503),
