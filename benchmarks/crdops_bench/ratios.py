@@ -52,9 +52,14 @@ class Ratios:
         ceiling, intree = self.rate("gentle", "ceiling", n), self.rate("gentle", "in-tree", n)
         gentle, fast = self.rate("gentle", "ours-gentle", n), self.rate("gentle", "ours-max", n)
         for kind in ("get", "list"):
-            v = self.p99_ratio("ours-gentle", n, kind)
-            self.add(f"probe {kind.upper()} p99 during ÷ idle, ours-gentle @ {n:,}", v, f"≤ {GENTLE_P99}",
-                     v <= GENTLE_P99, "gentle")
+            v, floor = self.p99_ratio("ours-gentle", n, kind), self.p99_ratio("in-tree", n, kind)
+            if kind == "get":
+                self.add(f"probe GET p99 during ÷ idle, ours-gentle @ {n:,}", v, f"≤ {GENTLE_P99}",
+                         v <= GENTLE_P99, "gentle")
+            # a consistent LIST waits for the watch cache while anyone writes (benchmarks/list_wait.py): against
+            # a quiet idle no migrator can hold it, so it is held to the in-tree migrator's multiple
+            self.add(f"probe {kind.upper()} p99 multiple, ours-gentle ÷ in-tree @ {n:,}", div(v, floor), "≤ 1",
+                     div(v, floor) <= 1, "gentle")
             for other in ("ours-gentle-apf", "ours-gentle-admin", "ours-max", "ceiling", "in-tree", "kubectl"):
                 self.add(f"probe {kind.upper()} p99 during ÷ idle, {other} @ {n:,}", self.p99_ratio(other, n, kind),
                          pace={"ours-max": "max", "ours-gentle-apf": "gentle + APF",
@@ -69,6 +74,8 @@ class Ratios:
                      pace=f"gentle, budget x{mine[len(BUDGET):]}")
             self.add(f"{mine} ÷ in-tree throughput @ {n:,}", div(self.rate("gentle", mine, n), intree),
                      pace=f"gentle, budget x{mine[len(BUDGET):]}")
+        self.add(f"ours-gentle ÷ in-tree throughput @ {n:,} (default settings)", div(gentle, intree), "≥ 1",
+                 div(gentle, intree) >= 1, "gentle")
         self.add(f"ours-gentle ÷ ceiling throughput @ {n:,} (default settings)", div(gentle, ceiling),
                  f"≥ {GENTLE_SHARE}", div(gentle, ceiling) >= GENTLE_SHARE, "gentle")
         self.add(f"ours-max ÷ ceiling throughput @ {n:,}", div(fast, ceiling), f"≥ {MAX_SHARE}",
@@ -81,7 +88,6 @@ class Ratios:
         self.add(f"(bound) ceiling ÷ in-tree throughput @ {n:,}", bound)
         self.add(f"ours-max ÷ in-tree throughput @ {n:,}", div(fast, intree),
                  f"≥ {MAX_INTREE} × bound = {MAX_INTREE * bound:.2f}", div(fast, intree) >= MAX_INTREE * bound, "max")
-        self.add(f"ours-gentle ÷ in-tree throughput @ {n:,}", div(gentle, intree), pace="gentle")
         kubectl = self.rate("gentle", "kubectl", n)
         self.add(f"ours-max ÷ kubectl throughput @ {n:,}", div(fast, kubectl), pace="max")
         self.add(f"(bound) ceiling ÷ kubectl throughput @ {n:,}", div(ceiling, kubectl))
