@@ -20,6 +20,7 @@ from .fleet_measure import proc_cpu_s
 from .intree import InTree
 from .probe import Probe, create_configmaps
 
+THROUGHPUT = ("ceiling", "ours-default", "ours-best", "ansible", "in-tree", "kubectl")
 GENTLE = ("ceiling", "ours-gentle", "ours-max", "in-tree", "kubectl")
 APF = "ours-gentle-apf"  # --apf: ours-gentle under the shipped FlowSchema (apf.py)
 ADMIN = "ours-gentle-admin"  # --admin: ours-gentle as a system:masters certificate, which APF exempts
@@ -34,7 +35,6 @@ def extra_gentle(args) -> tuple:
     """The gentle suite's contenders beside GENTLE that this command asked for."""
     return (((APF,) if args.apf else ()) + ((ADMIN,) if args.admin else ())
             + tuple(budget_contender(b) for b in args.budgets))
-THROUGHPUT = ("ceiling", "ours-default", "ours-best", "ansible", "in-tree", "kubectl")
 
 
 def rotated(order: tuple, rep: int) -> list:

@@ -65,6 +65,17 @@ def group() -> str:
     return f"t{next(_COUNTER)}{uuid.uuid4().hex[:6]}.crdops.test"
 
 
+@pytest.fixture(autouse=True)
+def no_module_left_running():
+    """A test that fails before reading a background module's result must not leave it writing into the
+    shared cluster for the tests after it."""
+    yield
+    from tests.integration.modrun import stop_leftovers
+    stopped = stop_leftovers()
+    if stopped:
+        print(f"stopped module runs this test left running: {stopped}")
+
+
 def pytest_report_header(config):
     return [f"control plane cache: {os.environ.get('CRDOPS_CACHE', '~/.cache/crdops')}"]
 

@@ -25,7 +25,13 @@ TEST_DRAIN_WINDOW = 1.0
 
 
 class ModuleRun:
-    """A module running in the background (to inject a fault while it works)."""
+    """A module running in the background (to inject a fault while it works).
+
+    Every run started is kept in `started` until its result is read: a test that fails before that leaves the
+    module writing into the shared cluster, where the next test's "nothing written since" would count its
+    writes; `stop_leftovers` (run after each test by conftest) kills those."""
+
+    started: list["ModuleRun"] = []
 
     def __init__(self, name: str, args: dict, check_mode: bool = False, diff: bool = False,
                  env: dict | None = None):
@@ -42,6 +48,7 @@ class ModuleRun:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", f"ansible_collections.crdops.migration.plugins.modules.{name}", self.args_file],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=run_env)
+        ModuleRun.started.append(self)
 
     def result(self, timeout: float = 600) -> dict:
         try:
@@ -49,6 +56,8 @@ class ModuleRun:
         finally:
             if os.path.exists(self.args_file):
                 os.unlink(self.args_file)
+        if self in ModuleRun.started:
+            ModuleRun.started.remove(self)
         try:
             parsed = json.loads(out)
         except ValueError as exc:
@@ -56,6 +65,20 @@ class ModuleRun:
         parsed["_stderr"] = err
         parsed["_rc"] = self.proc.returncode
         return parsed
+
+
+def stop_leftovers() -> list[str]:
+    """Kill the module runs a test started and never read; returns their names (for the test's log)."""
+    stopped = []
+    while ModuleRun.started:
+        run = ModuleRun.started.pop()
+        if run.proc.poll() is None:
+            run.proc.kill()
+            stopped.append(run.name)
+        run.proc.communicate()
+        if os.path.exists(run.args_file):
+            os.unlink(run.args_file)
+    return stopped
 
 
 def run_module(name: str, args: dict, check_mode: bool = False, diff: bool = False,

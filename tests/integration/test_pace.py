@@ -3,7 +3,9 @@
 Two ways to make the apiserver slow while a pass runs: a real competing client (another process LISTing every
 object of a big CRD in a loop, on the same two cores), and a TCP proxy in front of the apiserver that delays its
 answers (tests/controlplane/delay_proxy.py; a fault injector, for a latency step no real load produces on cue).
-Each pass must still end with exact counts and every etcd key at the new version.
+Each pass must still end with exact counts and every etcd key at the new version. These passes run without the
+latency probe (``latency_budget: 0``): what is tested here is the writes' own latency signal, which a probe cutting
+the pace below one write in flight on a loaded machine would mask; test_latency_budget.py tests the probe.
 """
 from __future__ import annotations
 
@@ -89,7 +91,7 @@ def test_gentle_backs_off_under_a_competing_list_load_and_the_pass_stays_exact(c
     progress = tmp_path / "progress.json"
     stop_file = tmp_path / "stop-load"
     run = ModuleRun("crd_storage_migrate", dict(auth_args(cluster), names=[s.crd_name], page_size=100, workers=8,
-                                                progress_file=str(progress)))
+                                                progress_file=str(progress), latency_budget=0))
     load = None
     with PaceWatch(progress) as watch:
         try:
@@ -132,7 +134,7 @@ def test_gentle_backs_off_on_a_latency_step_recovers_and_max_does_not_move(clust
     progress = tmp_path / "progress.json"
     try:
         run = ModuleRun("crd_storage_migrate", dict(auth, names=[s.crd_name], page_size=100, workers=8,
-                                                    progress_file=str(progress)))
+                                                    progress_file=str(progress), latency_budget=0))
         with PaceWatch(progress) as watch:
             watch.wait(lambda p, n: p["windows"] >= 15 and p["limit"] >= 2 and n >= 500)
             watch.phase = "slow"
