@@ -342,6 +342,8 @@ options:
     description:
       - Seconds after which the run stops as it does on SIGTERM (no new write, the requests in flight finish, the
         checkpoint is kept) and fails with C(stopped - time_limit of N s reached). A rerun resumes. Unset means no limit.
+      - The limit counts from the start of the run, so it includes the drain window and, with a latency probe (see
+        O(latency_budget)), the probe's 3 s idle baseline before the first write.
     type: float
 seealso:
   - module: crdops.migration.crd_storage_info
