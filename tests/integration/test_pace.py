@@ -59,7 +59,9 @@ class PaceWatch:
             if self.samples and predicate(self.samples[-1][1], self.samples[-1][2]):
                 return self.samples[-1][1]
             time.sleep(0.05)
-        raise AssertionError(f"pace never reached the condition; last samples: {self.samples[-3:]}")
+        probed = [sample for sample in self.samples if "probe" in sample[1]][-1:]
+        raise AssertionError(f"pace never reached the condition; last samples: {self.samples[-3:]}; "
+                             f"the last with a latency probe: {probed}")
 
     def limits(self, phase: str) -> list[int]:
         return [p["limit"] for ph, p, _n in self.samples if ph == phase]
