@@ -54,10 +54,7 @@ class ModuleRun:
         try:
             out, err = self.proc.communicate(timeout=timeout)
         finally:
-            if os.path.exists(self.args_file):
-                os.unlink(self.args_file)
-        if self in ModuleRun.started:
-            ModuleRun.started.remove(self)
+            self._forget()
         try:
             parsed = json.loads(out)
         except ValueError as exc:
@@ -66,18 +63,23 @@ class ModuleRun:
         parsed["_rc"] = self.proc.returncode
         return parsed
 
+    def _forget(self) -> None:
+        """The run's result is read, or it was killed: its arguments file goes, and stop_leftovers passes it by."""
+        if os.path.exists(self.args_file):
+            os.unlink(self.args_file)
+        if self in ModuleRun.started:
+            ModuleRun.started.remove(self)
+
 
 def stop_leftovers() -> list[str]:
     """Kill the module runs a test started and never read; returns their names (for the test's log)."""
     stopped = []
-    while ModuleRun.started:
-        run = ModuleRun.started.pop()
+    for run in list(ModuleRun.started):
         if run.proc.poll() is None:
             run.proc.kill()
             stopped.append(run.name)
         run.proc.communicate()
-        if os.path.exists(run.args_file):
-            os.unlink(run.args_file)
+        run._forget()
     return stopped
 
 
