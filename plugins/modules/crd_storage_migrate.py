@@ -631,7 +631,8 @@ crds:
       description:
         - The proof behind the record - C(kind) (V(etcd-scan), V(confirming-pass)), C(ok), C(reason) (why no record,
           when not ok) and its figures; for a confirming pass C(passes) (per pass C(listed), C(confirmed), C(changed),
-          C(excluded), C(gone), C(failed), C(changed_objects), C(duration_s)), C(duration_s), C(first_pass_s),
+          C(excluded), C(gone), C(failed), C(changed_objects), C(duration_s), C(pace) with C(mode), C(min_limit),
+          C(max_limit_reached) and C(probe_cuts) of that pass), C(duration_s), C(first_pass_s),
           C(cost_ratio) (confirming passes' seconds over the first pass's) and C(fresh_connections); for an etcd scan
           C(etcd). Null when no proof ran (check mode, O(confirm_passes=0), an incomplete pass).
       type: dict

@@ -102,6 +102,11 @@ def test_the_pass_reports_what_other_clients_saw_and_agrees_with_an_outside_clie
     assert probe["baseline"] in ("ok", "noisy")
     if probe["baseline"] == "ok":
         assert probe["held"] == (probe["multiple"] <= probe["budget"])
+    # no etcd here: the proof is a confirming pass, paced on from where the pass ended, under the same probe
+    confirming = crd["proof"]["passes"][0]
+    assert crd["proof"]["kind"] == "confirming-pass" and confirming["confirmed"] == COUNT, crd["proof"]
+    assert confirming["pace"]["mode"] == "gentle" and set(confirming["pace"]) == {
+        "mode", "min_limit", "max_limit_reached", "probe_cuts"}, confirming
     # the same apiserver's GET latency seen from two clients: within a factor of three (plus scheduling noise)
     for ours, theirs in ((probe["idle"]["p50_ms"], outside.p("idle", 50)),
                          (probe["during"]["p50_ms"], outside.p("during", 50))):
@@ -121,7 +126,7 @@ def test_a_load_started_mid_pass_slows_the_pace_through_what_the_probe_sees(clus
             steady = watch.wait(lambda p, n: p["windows"] >= 10 and p["limit"] >= 2 and n >= 300, timeout=120)
             watch.phase = "load"
             load = start_list_load(cluster, objects_path(group, "v1beta1", s.plural), 4, stop_file)
-            # a cut the probe asked for after the load began (a confirming pass after the re-store runs no probe)
+            # a cut the probe asked for after the load began, in the re-store pass
             watch.wait(lambda p, n: p.get("probe_cuts", 0) > steady.get("probe_cuts", 0) and p["limit"] < steady["limit"],
                        timeout=60)
         finally:

@@ -15,7 +15,8 @@
   Objects whose managedFields the pass fixes are excluded (that write changes them on purpose). When some did
   change, the pass repeats (they are re-stored now), up to ``passes`` times; then no record. Its requests go over
   a new connection each, so that the apiservers behind a load balancer are likely all asked (best effort: no
-  answer names its apiserver). docs/safety.md says what this proves and what not.
+  answer names its apiserver). Each confirming pass is paced as the pass before it ended (``pace``): from its
+  learned limit, held by the same latency probe. docs/safety.md says what this proves and what not.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ..kube.errors import CrdOpsError
 from .etcd_scan import EtcdReader
 from ..record.record import PROOF_CONFIRMING_PASS, PROOF_ETCD, Proof
 from ..ownership.managed_fields import ManagedFieldsPolicy
+from ..restore.pace import PaceGate
 from ..restore.restore import CrdResult, ProgressFn, RestoreOptions, RestorePass, StopCheck
 from ..kube.stop import StopSignal
 from ..kube.transport import JSON, Transport
@@ -85,8 +87,12 @@ class ConfirmingPasses:
     def __init__(self, transport: Transport, crd: Crd, options: RestoreOptions, passes: int = DEFAULT_CONFIRM_PASSES,
                  *, fresh_connections: bool = True, stop: Optional[StopSignal] = None,
                  stop_check: Optional[StopCheck] = None, progress: Optional[ProgressFn] = None,
-                 mf_policy: Optional[ManagedFieldsPolicy] = None) -> None:
+                 mf_policy: Optional[ManagedFieldsPolicy] = None,
+                 pace: Optional[Callable[[], PaceGate]] = None) -> None:
         self.transport = transport
+        # each confirming pass's gate (PaceGate.following of the pass before): without it, a fresh gate at the
+        # options' pace and no latency probe
+        self.pace = pace
         # the main pass's policy: a confirming pass classifies managedFields by the same rules (removed versions,
         # the field mapping of a webhook, entries kept as appliers' declarations)
         self.mf_policy = mf_policy
@@ -104,11 +110,13 @@ class ConfirmingPasses:
         spent = 0.0
         for number in range(1, self.passes + 1):
             res = RestorePass(self.conn, self.crd, self.options, confirming=True, stop=self.stop,
-                              stop_check=self.stop_check, progress=self.progress, mf_policy=self.mf_policy).run()
+                              stop_check=self.stop_check, progress=self.progress, mf_policy=self.mf_policy,
+                              pace=self.pace() if self.pace is not None else None).run()
             spent += res.duration_s
             rounds.append({"listed": res.listed, "confirmed": res.unchanged, "changed": res.rewritten,
                            "excluded": res.excluded, "gone": res.gone, "failed": res.failed,
-                           "changed_objects": list(res.changed_objects), "duration_s": round(res.duration_s, 3)})
+                           "changed_objects": list(res.changed_objects), "duration_s": round(res.duration_s, 3),
+                           "pace": round_pace(res.pace)})
             details.update(duration_s=round(spent, 3), first_pass_s=round(first.duration_s, 3),
                            cost_ratio=round(spent / first.duration_s, 3) if first.duration_s > 0 else None)
             if not res.complete or res.failed:
@@ -135,3 +143,10 @@ class ConfirmingPasses:
         return "%s. Something still stores objects at another version (an apiserver behind the load balancer that " \
                "the barrier did not reach? writes begun before the flip that outlive the drain window?); run again " \
                "or prove from etcd (etcd_url)" % head
+
+
+def round_pace(snapshot: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """A confirming pass's pace in its round: the limits it wrote at and the cuts its latency probe asked for."""
+    if not snapshot:
+        return None
+    return {key: snapshot.get(key) for key in ("mode", "min_limit", "max_limit_reached", "probe_cuts")}

@@ -304,6 +304,15 @@ class PaceGate:
                 self._not_before = max(self._not_before, ended + (ended - started) * (1.0 / duty - 1.0))
             self._cond.notify_all()
 
+    def following(self) -> PaceGate:
+        """The gate of a pass run right after this one on the same cluster (a confirming pass): it starts from what
+        this gate learned and holds the same probe, so its writes too are held to what other clients see."""
+        with self._cond:
+            learned = self.limiter.learned() or self.limiter.started_from  # a pass that wrote nothing passes it on
+        lim = self.limiter
+        return pace_gate(GENTLE if lim.adaptive else MAX, lim.max_limit, clock=self.clock, settings=lim.settings,
+                         start=learned, probe=self.probe)
+
     def snapshot(self) -> Dict[str, Any]:
         with self._cond:
             snap = self.limiter.snapshot()

@@ -203,9 +203,11 @@ def _emit(transport: Transport, crd: Crd, errors: List[str], reason: str, messag
 
 def prover(transport: Transport, crd: Crd, options: RunOptions, progress: ProgressFile,
            stop_check: Optional[StopCheck], barrier: Optional[Dict[str, Any]],
-           policy: Optional[RunPolicy] = None) -> Optional[Callable[[CrdResult], Proof]]:
+           policy: Optional[RunPolicy] = None, pace: Optional[PaceGate] = None
+           ) -> Optional[Callable[[CrdResult], Proof]]:
     """What proves the pass before its record: the etcd scan, confirming passes, or nothing (proof "none").
-    Confirming requests take a new connection each unless one apiserver alone answers (barrier mode single)."""
+    Confirming requests take a new connection each unless one apiserver alone answers (barrier mode single); each
+    confirming pass is paced on from where ``pace`` (the pass's gate) ended, under the same latency probe."""
     reader = options.etcd
     if reader is not None:
         return lambda _first: etcd_proof(reader, crd)
@@ -213,7 +215,8 @@ def prover(transport: Transport, crd: Crd, options: RunOptions, progress: Progre
         fresh = (barrier or {}).get("mode") != "single"
         return ConfirmingPasses(transport, crd, options.restore, options.confirm_passes, fresh_connections=fresh,
                                 stop=options.stop, stop_check=stop_check, progress=progress.update,
-                                mf_policy=policy[0] if policy is not None else None)
+                                mf_policy=policy[0] if policy is not None else None,
+                                pace=pace.following if pace is not None else None)
     return None
 
 
@@ -281,7 +284,7 @@ def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier: Barri
                             stop=options.stop, barrier_revision=revision, pace=pace, policy=policy,
                             barrier_mode=str((waited or {}).get("mode") or ""),
                             prove=None if check_mode else prover(transport, crd, options, progress, stop_check, waited,
-                                                                 policy)
+                                                                 policy, pace)
                             ).to_dict()
     except CrdOpsError as exc:
         if not check_mode:

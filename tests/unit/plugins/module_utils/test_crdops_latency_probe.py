@@ -308,3 +308,23 @@ def test_with_a_probe_the_limit_grows_at_most_every_two_seconds_without_one_ever
     alone = GradientLimiter(8, settings=PaceSettings(probe_every=1e9), clock=clock)
     feed(alone, clock, 0.002, windows=10)
     assert alone.limit == 8.0
+
+
+def test_the_gate_of_the_next_pass_starts_from_what_this_one_learned_and_holds_the_same_probe():
+    """A confirming pass's gate (PaceGate.following): the limit and baseline learned, the probe still running."""
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.pace import Learned, pace_gate
+    clock = FakeClock()
+    probe = probe_on(clock)
+    settings = PaceSettings(probe_every=1e9, tolerance=3.0)
+    gate = pace_gate("gentle", 8, clock=clock, settings=settings, start=Learned(5.0, 0.002), probe=probe)
+    for _write in range(gate.limiter.window_size() * 3):
+        clock.t += 0.01
+        gate.limiter.on_sample(clock.t - 0.002, 0.002)
+    learned = gate.limiter.learned()
+    nxt = gate.following()
+    assert nxt is not gate and nxt.probe is probe and nxt.limiter.settings is settings
+    assert nxt.limiter.started_from == learned and nxt.limiter.permits == int(learned.limit) >= 5
+    untouched = pace_gate("gentle", 8, clock=clock, start=Learned(3.0, 0.002), probe=probe).following()
+    assert untouched.limiter.permits == 3 and untouched.probe is probe   # nothing written: the start passes on
+    fixed = pace_gate("max", 8, clock=clock, probe=probe).following()
+    assert fixed.limiter.permits == 8 and not fixed.limiter.adaptive and fixed.probe is None

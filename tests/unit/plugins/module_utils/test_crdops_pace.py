@@ -386,3 +386,26 @@ def test_a_clusters_second_crd_starts_at_the_pace_the_first_one_reached(monkeypa
     assert one["final_limit"] == 8 and two["started_from"] == {"limit": 8.0, "baseline_ms": pytest.approx(one["baseline_ms"], abs=0.006)}
     assert two["min_limit"] == 8   # never back to one write in flight
     assert res.pace_learned == {"limit": 8.0, "baseline_ms": pytest.approx(two["baseline_ms"], abs=0.006)}
+
+
+def test_a_confirming_pass_writes_at_the_pace_its_pass_reached(monkeypatch):
+    """Without etcd the proof is a confirming pass of no-op writes: it starts where the pass before it ended (the
+    same latency probe holding it), not again at one write in flight; its round says at what pace it wrote."""
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.run import migration_run
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.run.migration_run import (
+        ProgressFile, RunOptions, run_migration)
+
+    class Calm(PaceCarry):
+        def gate(self, probe=None):
+            return pace_gate(self.mode, self.workers, settings=PaceSettings(tolerance=1e6), start=self.learned,
+                             probe=probe)
+
+    monkeypatch.setattr(migration_run, "PaceCarry", Calm)
+    c, _state = slow_cluster(300, per_in_flight=0.0, base=0.001)
+    options = RunOptions(restore=RestoreOptions(page_size=100, workers=8), lease_wait=0, latency_budget=0)
+    res = run_migration(c, [get_crd(c, NAME)], options, {c.base_url: c}, ProgressFile(None, "t", False, print))
+    crd = res.crds[0]
+    assert crd["rewritten"] == 300 and crd["pace"]["final_limit"] == 8 and crd["proof"]["ok"], crd["proof"]
+    first = crd["proof"]["passes"][0]
+    assert first["confirmed"] == 300 and first["changed"] == 0
+    assert first["pace"] == {"mode": "gentle", "min_limit": 8, "max_limit_reached": 8, "probe_cuts": 0}, first
