@@ -359,13 +359,10 @@ def test_pace_carry_hands_each_pass_what_the_last_one_that_wrote_learned():
     assert carry.gate().limiter.permits == 5 and carry.learned.limit == 5.0
 
 
-def test_a_clusters_second_crd_starts_at_the_pace_the_first_one_reached(monkeypatch):
-    """Two CRDs in one run_migration: the second pass's gate starts where the first one's ended (fake apiserver).
-    The limiter never sees congestion here (a huge tolerance), so the first pass climbs to every worker whatever
-    the load of the machine running the test, and the second must start there, not at one write in flight."""
+def never_congested(monkeypatch):
+    """run_migration's gates with a huge tolerance: the limiter never sees congestion, so a pass climbs to every
+    worker whatever the load of the machine running the test."""
     from ansible_collections.crdops.migration.plugins.module_utils._crdops.run import migration_run
-    from ansible_collections.crdops.migration.plugins.module_utils._crdops.run.migration_run import (
-        ProgressFile, RunOptions, run_migration)
 
     class Calm(PaceCarry):
         def gate(self, probe=None):
@@ -373,6 +370,15 @@ def test_a_clusters_second_crd_starts_at_the_pace_the_first_one_reached(monkeypa
                              probe=probe)
 
     monkeypatch.setattr(migration_run, "PaceCarry", Calm)
+
+
+def test_a_clusters_second_crd_starts_at_the_pace_the_first_one_reached(monkeypatch):
+    """Two CRDs in one run_migration: the second pass's gate starts where the first one's ended (fake apiserver).
+    The limiter never sees congestion here (a huge tolerance), so the first pass climbs to every worker whatever
+    the load of the machine running the test, and the second must start there, not at one write in flight."""
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.run.migration_run import (
+        ProgressFile, RunOptions, run_migration)
+    never_congested(monkeypatch)
     second = "widgets.stable.example.com"
     c, _state = slow_cluster(300, per_in_flight=0.0, base=0.001)
     c.add_crd(name=second)
@@ -391,16 +397,9 @@ def test_a_clusters_second_crd_starts_at_the_pace_the_first_one_reached(monkeypa
 def test_a_confirming_pass_writes_at_the_pace_its_pass_reached(monkeypatch):
     """Without etcd the proof is a confirming pass of no-op writes: it starts where the pass before it ended (the
     same latency probe holding it), not again at one write in flight; its round says at what pace it wrote."""
-    from ansible_collections.crdops.migration.plugins.module_utils._crdops.run import migration_run
     from ansible_collections.crdops.migration.plugins.module_utils._crdops.run.migration_run import (
         ProgressFile, RunOptions, run_migration)
-
-    class Calm(PaceCarry):
-        def gate(self, probe=None):
-            return pace_gate(self.mode, self.workers, settings=PaceSettings(tolerance=1e6), start=self.learned,
-                             probe=probe)
-
-    monkeypatch.setattr(migration_run, "PaceCarry", Calm)
+    never_congested(monkeypatch)
     c, _state = slow_cluster(300, per_in_flight=0.0, base=0.001)
     options = RunOptions(restore=RestoreOptions(page_size=100, workers=8), lease_wait=0, latency_budget=0)
     res = run_migration(c, [get_crd(c, NAME)], options, {c.base_url: c}, ProgressFile(None, "t", False, print))
