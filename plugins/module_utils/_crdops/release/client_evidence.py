@@ -32,6 +32,7 @@ DECLARES_HELM = "declares (Helm release)"  # the release's stored manifest says 
 KINDS = (DECLARES, DECLARES_CLIENT_SIDE, DECLARES_HELM, WRITES)
 
 FLUX_NAME, FLUX_NAMESPACE = "kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace"
+FLUX_KUSTOMIZATION, HELM_RELEASE = "Flux Kustomization", "Helm release"
 ARGO_TRACKING, INSTANCE = "argocd.argoproj.io/tracking-id", "app.kubernetes.io/instance"
 HELM_NAME, HELM_NAMESPACE = "meta.helm.sh/release-name", "meta.helm.sh/release-namespace"
 
@@ -48,13 +49,18 @@ class Evidence(NamedTuple):
 
 
 class Source(NamedTuple):
-    """The thing to edit so that the client moves: ``what`` (Flux Kustomization, ...) and its ``ref``."""
+    """The thing to edit so that the client moves: ``what`` (Flux Kustomization, ...), its ``ref``, and what its
+    own controller says of it (``says``: where its source is, or why it was not asked; "" when nobody was)."""
 
     what: str
     ref: str
+    says: str = ""
 
     def __str__(self) -> str:
-        return "%s %s" % (self.what, self.ref)
+        return "%s %s%s" % (self.what, self.ref, " (%s)" % self.says if self.says else "")
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"what": self.what, "ref": self.ref, "says": self.says or None}
 
 
 def _mapping(value: Any) -> Dict[str, Any]:
@@ -67,14 +73,14 @@ def sources_of(meta: Mapping[str, Any]) -> List[Source]:
     annotations: Dict[str, Any] = _mapping(meta.get("annotations"))
     out = []
     if labels.get(FLUX_NAME):
-        out.append(Source("Flux Kustomization", "%s/%s" % (labels.get(FLUX_NAMESPACE) or "?", labels[FLUX_NAME])))
+        out.append(Source(FLUX_KUSTOMIZATION, "%s/%s" % (labels.get(FLUX_NAMESPACE) or "?", labels[FLUX_NAME])))
     if annotations.get(ARGO_TRACKING):
         # <application>:<group>/<kind>:<namespace>/<name>; the application is what to edit
         out.append(Source("Argo CD Application", str(annotations[ARGO_TRACKING]).split(":", 1)[0]))
     elif labels.get(INSTANCE) and not annotations.get(HELM_NAME):
         out.append(Source("Argo CD Application (instance label)", str(labels[INSTANCE])))
     if annotations.get(HELM_NAME):
-        out.append(Source("Helm release", "%s/%s" % (annotations.get(HELM_NAMESPACE) or "?", annotations[HELM_NAME])))
+        out.append(Source(HELM_RELEASE, "%s/%s" % (annotations.get(HELM_NAMESPACE) or "?", annotations[HELM_NAME])))
     return out
 
 
