@@ -80,7 +80,7 @@ def is_held(record: Mapping[str, Any], held: Set[str]) -> bool:
 
 
 def _new_row(what: str, ref: str) -> Dict[str, Any]:
-    return {"source": "%s %s" % (what, ref), "what": what, "ref": ref, "says": [], "clusters": [],
+    return {"source": what if what == READERS else "%s %s" % (what, ref), "what": what, "ref": ref, "says": [], "clusters": [],
             "last_holder_on": [], "crds": [], "objects": 0, "examples": [], "requests": 0, "watches": 0,
             "apiservers": [], "kinds": [], "managers": [], "accept_name": ref}
 
@@ -223,19 +223,35 @@ def _clusters_cell(row: Mapping[str, Any]) -> str:
     return text
 
 
+def _count(number: int, noun: str) -> str:
+    return "%d %s%s" % (number, noun, "" if number == 1 else "es" if noun.endswith("h") else "s")
+
+
 def _objects_cell(row: Mapping[str, Any]) -> str:
     if row["what"] == READERS:
-        return "%d requests, %d watches open" % (row["requests"], row["watches"])
+        return "%s in the window, %s open" % (_count(row["requests"], "request"), _count(row["watches"], "watch"))
     examples = " (e.g. %s)" % ", ".join(row["examples"]) if row["examples"] else ""
     return "%d%s" % (row["objects"], examples)
 
 
+def _crds_cell(row: Mapping[str, Any]) -> str:
+    return "; ".join("%s %s (stays %s)" % (c["crd"], ",".join(c["versions"]), ",".join(c["stays"]) or "?")
+                     for c in row["crds"])
+
+
 def cells(rank: int, row: Mapping[str, Any]) -> List[str]:
     """The row in the order of COLUMNS."""
-    crds = "; ".join("%s %s (stays %s)" % (c["crd"], ",".join(c["versions"]), ",".join(c["stays"]) or "?")
-                     for c in row["crds"])
-    return [str(rank), str(row["source"]), _says_cell(row), _clusters_cell(row), crds, _objects_cell(row),
+    return [str(rank), str(row["source"]), _says_cell(row), _clusters_cell(row), _crds_cell(row), _objects_cell(row),
             str(row["fix"])]
+
+
+def line(rank: int, row: Mapping[str, Any], held: bool) -> str:
+    """The row in one line, for the console and the list of accepted sources."""
+    where = "on %s" % _names(row["clusters"])
+    if not held:
+        return "%s %s: %s (accepted: breaks when release N+1 is applied)" % (row["source"], where, _crds_cell(row))
+    alone = " (last holder on %d)" % len(row["last_holder_on"]) if row["last_holder_on"] else ""
+    return "#%d %s %s%s: %s; fix: %s" % (rank, row["source"], where, alone, _crds_cell(row), row["fix"])
 
 
 # -- the table -----------------------------------------------------------------------------------------------------
@@ -245,7 +261,7 @@ def unblock_order(row: Mapping[str, Any]) -> Tuple[int, int, int, str, str]:
     return (-len(row["last_holder_on"]), -len(row["clusters"]), -weight, str(row["what"]), str(row["ref"]))
 
 
-def _finish(rows: Iterable[Dict[str, Any]], holders: Mapping[str, Set[Key]]) -> List[Dict[str, Any]]:
+def _finish(rows: Iterable[Dict[str, Any]], holders: Mapping[str, Set[Key]], held: bool) -> List[Dict[str, Any]]:
     out = []
     for row in rows:
         key = (row["what"], row["ref"])
@@ -256,6 +272,7 @@ def _finish(rows: Iterable[Dict[str, Any]], holders: Mapping[str, Set[Key]]) -> 
     out.sort(key=unblock_order)
     for rank, row in enumerate(out, 1):
         row["cells"] = cells(rank, row)
+        row["line"] = line(rank, row, held)
     return out
 
 
@@ -265,5 +282,5 @@ def holders_table(clusters: Iterable[Mapping[str, Any]]) -> Dict[str, Any]:
     heading, the columns and the order as the report prints them."""
     held_rows, accepted_rows, holders = collect(clusters)
     return {"heading": HEADING, "columns": list(COLUMNS), "order": ORDER,
-            "rows": _finish(held_rows.values(), holders),
-            "accepted_heading": ACCEPTED_HEADING, "accepted": _finish(accepted_rows.values(), {})}
+            "rows": _finish(held_rows.values(), holders, True),
+            "accepted_heading": ACCEPTED_HEADING, "accepted": _finish(accepted_rows.values(), {}, False)}

@@ -111,7 +111,7 @@ def test_readers_counted_by_the_request_counters_are_one_row_held_while_their_cr
     (row,) = table["rows"]
     assert (row["what"], row["ref"], row["clusters"]) == (READERS, "requests", ["a", "b"])
     assert (row["requests"], row["watches"], row["objects"]) == (15, 2, 0)
-    assert row["cells"][5] == "15 requests, 2 watches open"
+    assert row["cells"][5] == "15 requests in the window, 2 watches open" and row["source"] == READERS
     assert row["crds"] == [{"crd": WIDGETS, "versions": ["v1alpha1"], "stays": []}]
     assert row["fix"].startswith("find the reader by the request counters")
     assert row["fix"].endswith("or accept the requests (crd_upgrade_accept_broken_clients: [requests])")
