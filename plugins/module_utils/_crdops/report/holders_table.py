@@ -42,14 +42,23 @@ Key = Tuple[str, str]  # (what, ref)
 UNEXPLAINED: Key = ("", "")
 
 
-def _legacy_source(record: Mapping[str, Any]) -> Optional[Tuple[str, str]]:
-    """A record of an older release has ``sources`` ("Flux Kustomization flux-system/apps") and no ``source``.
-    One source is that source; several share the writer's objects, so the manager is the row."""
+# the kinds of source client_evidence.sources_of and the Helm scan name, longest first ("Argo CD Application" is
+# the start of the instance label's)
+_LEGACY_WHATS = ("Argo CD Application (instance label)", "Argo CD Application", "Flux Kustomization", "Helm release")
+
+
+def _legacy_source(record: Mapping[str, Any]) -> Optional[Tuple[str, str, Optional[str]]]:
+    """A record of an older release has ``sources`` ("Flux Kustomization flux-system/apps", "Helm release
+    shop/widgets (revision 4)") and no ``source``. One source is that source; several share the writer's objects,
+    so the manager is the row."""
     sources = [str(s) for s in record.get("sources") or []]
-    if len(sources) != 1 or " " not in sources[0]:
+    if len(sources) != 1:
         return None
-    what, ref = sources[0].rsplit(" ", 1)
-    return what, ref
+    what = next((w for w in _LEGACY_WHATS if sources[0].startswith(w + " ")), None)
+    if what is None:
+        return None
+    ref, _sep, rest = sources[0][len(what) + 1:].partition(" ")
+    return what, ref, rest.strip().strip("()") or None
 
 
 def source_of(record: Mapping[str, Any]) -> Tuple[str, str, Optional[str]]:
@@ -62,7 +71,7 @@ def source_of(record: Mapping[str, Any]) -> Tuple[str, str, Optional[str]]:
         return str(source["what"]), str(source.get("ref") or ""), str(says) if says else None
     legacy = _legacy_source(record) if "source" not in record else None
     if legacy:
-        return legacy[0], legacy[1], None
+        return legacy
     return FIELD_MANAGER, str(record.get("manager") or "?"), None
 
 

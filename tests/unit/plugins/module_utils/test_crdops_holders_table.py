@@ -148,6 +148,10 @@ def test_a_record_of_an_older_release_is_placed_by_its_one_source_or_its_manager
     two = dict(old, sources=["Flux Kustomization flux-system/apps", "Flux Kustomization flux-system/legacy"])
     assert source_of(one)[:2] == ("Flux Kustomization", "flux-system/apps")
     assert source_of(two)[:2] == (FIELD_MANAGER, "kustomize-controller")
+    helm = dict(old, sources=["Helm release shop/widgets (revision 4)"])
+    argo = dict(old, sources=["Argo CD Application (instance label) widgets-prod"])
+    assert source_of(helm) == ("Helm release", "shop/widgets", "revision 4")
+    assert source_of(argo) == ("Argo CD Application (instance label)", "widgets-prod", None)
     # no "held": held while its CRD is held back on its cluster
     assert holders_table([cluster("a", [one])])["rows"][0]["ref"] == "flux-system/apps"
     assert holders_table([cluster("a", [one], held=(), status="ok")])["rows"] == []
