@@ -20,6 +20,7 @@ Pure data shaping; no I/O.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from ..release.writers import REQUESTS
@@ -38,8 +39,11 @@ MAX_NAMED_CLUSTERS = 10  # a cell names this many clusters, then counts the rest
 MAX_EXAMPLES = 3
 
 Key = Tuple[str, str]  # (what, ref)
-# a CRD held back on a cluster that no held record explains: no row alone frees that cluster
-UNEXPLAINED: Key = ("", "")
+# something besides the rows keeps release N+1 from a cluster (a CRD held back that no held record explains, or a
+# failed phase): no row alone frees that cluster
+NOT_A_ROW: Key = ("", "")
+# user:password@ in a URL a controller's status may quote: the report never holds credentials
+_URL_CREDENTIALS = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@")
 
 
 # the kinds of source client_evidence.sources_of and the Helm scan name, longest first ("Argo CD Application" is
@@ -67,8 +71,8 @@ def source_of(record: Mapping[str, Any]) -> Tuple[str, str, Optional[str]]:
         return READERS, REQUESTS, None
     source = record.get("source")
     if isinstance(source, Mapping) and source.get("what"):
-        says = source.get("says")
-        return str(source["what"]), str(source.get("ref") or ""), str(says) if says else None
+        says = _URL_CREDENTIALS.sub(r"\1<redacted>@", str(source["says"])) if source.get("says") else None
+        return str(source["what"]), str(source.get("ref") or ""), says
     legacy = _legacy_source(record) if "source" not in record else None
     if legacy:
         return legacy
@@ -157,8 +161,8 @@ def collect(clusters: Iterable[Mapping[str, Any]]) -> Tuple[Dict[Key, Dict[str, 
                 holders.setdefault(name, set()).add((what, ref))
         # a CRD held back that no held record explains (a failed Helm rewrite, an older release's report)
         explained = set(str(r.get("crd")) for r, held in _records(cluster) if held)
-        if held_crds(cluster) - explained:
-            holders.setdefault(name, set()).add(UNEXPLAINED)
+        if held_crds(cluster) - explained or (cluster.get("status") == "failed" and name in holders):
+            holders.setdefault(name, set()).add(NOT_A_ROW)
     return held_rows, accepted_rows, holders
 
 

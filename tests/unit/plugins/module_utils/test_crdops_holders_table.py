@@ -84,6 +84,20 @@ def test_a_crd_held_back_without_a_record_to_explain_it_leaves_no_row_the_last_h
     assert row["clusters"] == ["a"] and row["last_holder_on"] == []
 
 
+def test_a_failed_cluster_is_not_freed_by_a_row_alone():
+    fleet = [cluster("a", [writer("a", flux("flux-system/apps"))], status="failed"),
+             cluster("b", [writer("b", flux("flux-system/apps"))])]
+    (row,) = holders_table(fleet)["rows"]
+    assert row["clusters"] == ["a", "b"] and row["last_holder_on"] == ["b"]
+
+
+def test_credentials_in_what_a_controller_says_never_reach_the_report():
+    says = "GitRepository flux-system/repo (https://bot:s3cr3t@git.example.com/org/repo.git), path ./apps"
+    (row,) = holders_table([cluster("a", [writer("a", flux("flux-system/apps", says=says))])])["rows"]
+    assert row["says"] == ["GitRepository flux-system/repo (https://<redacted>@git.example.com/org/repo.git), path ./apps"]
+    assert "s3cr3t" not in repr(row)
+
+
 def test_accepted_clients_hold_nothing_back_and_are_listed_apart():
     fleet = [cluster("a", [writer("a", flux("flux-system/apps"), held=False),
                            writer("a", flux("flux-system/legacy"))])]
