@@ -243,6 +243,8 @@ def _count(number: int, noun: str) -> str:
 def _objects_cell(row: Mapping[str, Any]) -> str:
     if row["what"] == READERS:
         return "%s in the window, %s open" % (_count(row["requests"], "request"), _count(row["watches"], "watch"))
+    if not row["objects"] and row["kinds"] == [NOT_CHECKED_HELM]:
+        return "unknown: the release's storage was not read"
     examples = " (e.g. %s)" % ", ".join(row["examples"]) if row["examples"] else ""
     return "%d%s" % (row["objects"], examples)
 

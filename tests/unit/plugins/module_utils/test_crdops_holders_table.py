@@ -150,6 +150,9 @@ def test_each_kind_of_source_gets_its_own_fix():
     assert fixes["shop/gizmo"].startswith("grant the run read of the release's storage")
     assert "crd_upgrade_accept_broken_clients: [shop/gizmo]" in fixes["shop/gizmo"]
     assert "Replace=true or a forced sync" in fixes["widgets-prod"]
+    objects = dict((r["ref"], r["cells"][5]) for r in holders_table(fleet)["rows"])
+    assert objects["shop/gizmo"] == "unknown: the release's storage was not read"
+    assert objects["shop/widgets"] == "8 (e.g. a: apps/flux-00)"
     says = dict((r["ref"], r["cells"][2]) for r in holders_table(fleet)["rows"])
     assert says == {"shop/widgets": "chart widgets-1.2.0, revision 4", "shop/gizmo": unread["says"],
                     "widgets-prod": "not asked"}
