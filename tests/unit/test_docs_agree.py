@@ -95,3 +95,42 @@ def test_the_engine_table_names_every_file_in_its_folder():
     actual = {d.name: {p.stem for p in d.glob("*.py")} - {"__init__"}
               for d in engine.iterdir() if d.is_dir() and d.name != "__pycache__"}
     assert documented == actual
+
+
+def _holder_fix(source: str) -> str:
+    """The fix holders_table gives a source of the kind a docs row names (the version that stays: v2)."""
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.report.holders_table import holders_table
+    what, _sep, note = source.partition(", ")
+    record = {"crd": "w.x.io", "version": "v1", "stays": "v2", "held": True, "manager": "op", "objects": 1,
+              "seen_in": "managedFields", "kind": "not checked (Helm release)" if note else "declares",
+              "source": {"what": what, "ref": "ns/name", "says": None}}
+    if what == "field manager":
+        record["source"] = None
+    if what == "readers (request counters)":
+        record = {"crd": "w.x.io", "version": "v1", "stays": "v2", "seen_in": "metrics", "requests": 3}
+    cluster = {"cluster": "c", "broken_clients": [record], "held_back": [{"crd": "w.x.io"}]}
+    (row,) = holders_table([cluster])["rows"]
+    return row["fix"]
+
+
+def test_the_report_doc_says_the_holders_table_as_the_code_prints_it():
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.report import holders_table as table
+    doc = REPO / "docs" / "report.md"
+    text = doc.read_text()
+    assert f"\n## {table.HEADING}\n" in text and f"`{table.ACCEPTED_HEADING}`" in " ".join(text.split())
+    columns = [cells[0].strip("`") for cells in table_rows(doc, "The columns, in the Markdown and the HTML:")]
+    assert columns == list(table.COLUMNS)
+    # every key of a row and of the table, as the code builds them, and no other
+    built = table.holders_table([{"cluster": "c", "held_back": [{"crd": "w.x.io"}], "broken_clients": [
+        {"crd": "w.x.io", "version": "v1", "manager": "op", "objects": 1, "held": True}]}])
+    documented = set(re.findall(r"`(\w+)`", " ".join(
+        cells[0] for cells in table_rows(doc, "Each row in the JSON (`holders.rows[]`"))))
+    assert documented == set(built["rows"][0])
+    keys_line = " ".join(text.split()).split("Each row in the JSON (`holders.rows[]`", 1)[1].split("):", 1)[0]
+    assert all(f"`{key}`" in keys_line for key in set(built) - {"rows", "accepted"}), keys_line
+    # the fix by kind of source: the words the docs quote are how the code's fix begins
+    fixes = table_rows(doc, "The fix, by the kind of source")
+    assert len(fixes) == 6
+    for source, fix in fixes:
+        quoted = re.match(r"`([^`]+)`", fix).group(1).replace("<stays>", "v2").replace("<manager>", "op")
+        assert _holder_fix(source).startswith(quoted), (source, quoted, _holder_fix(source))
