@@ -35,7 +35,6 @@ class FluxResult(ClientResult):
     stderr: str = ""
     inventory: list[dict] = field(default_factory=list)  # kustomize-controller's status.inventory.entries
 
-
     @property
     def ok(self) -> bool:
         return self.returncode == 0 and not self.error

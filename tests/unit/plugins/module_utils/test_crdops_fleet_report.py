@@ -294,8 +294,8 @@ def test_the_fleet_report_has_one_table_of_what_holds_release_n_plus_1_back_in_j
 
 def test_the_check_mode_plan_and_the_console_show_the_same_table():
     report = fleet_report.build(_held_fleet("planned"), {"title": "t", "generated": "g", "check_mode": True})
-    assert report["check_mode"] and [r["ref"] for r in report["holders"]["rows"]] == ["flux-system/legacy",
-                                                                                        "flux-system/apps"]
+    refs = [r["ref"] for r in report["holders"]["rows"]]
+    assert report["check_mode"] and refs == ["flux-system/legacy", "flux-system/apps"]
     assert "## What holds release N+1 back (2)" in _render("report.md.j2", report)
     summary = _render_summary(report)
     assert ("HOLDS release N+1 BACK #1 Flux Kustomization flux-system/legacy on c1, c2 (last holder on 1): w.x.io v1 "

@@ -42,8 +42,8 @@ def test_one_row_per_source_across_every_cluster_with_what_its_controller_says()
                                 writer("prod-2", flux("flux-system/apps"), crd=GADGETS, objects=2)],
                      held=(WIDGETS, GADGETS))]
     (row,) = holders_table(fleet)["rows"]
-    assert (row["what"], row["ref"], row["source"]) == ("Flux Kustomization", "flux-system/apps",
-                                                          "Flux Kustomization flux-system/apps")
+    assert (row["what"], row["ref"], row["source"]) == (
+        "Flux Kustomization", "flux-system/apps", "Flux Kustomization flux-system/apps")
     assert row["says"] == [APPS_SAYS]
     assert row["clusters"] == ["prod-1", "prod-2"] and row["last_holder_on"] == ["prod-1", "prod-2"]
     assert row["crds"] == [{"crd": WIDGETS, "versions": ["v1alpha1"], "stays": ["v1beta1"]},
@@ -182,8 +182,8 @@ def test_a_cell_names_ten_clusters_and_counts_the_rest_while_the_json_lists_them
 
 
 def test_no_client_no_row_and_the_table_says_its_heading_and_columns():
-    table = holders_table([{"cluster": "a", "status": "ok"}, {"cluster": "b", "status": "failed",
-                                                                "broken_clients": None, "held_back": None}])
+    table = holders_table([{"cluster": "a", "status": "ok"},
+                           {"cluster": "b", "status": "failed", "broken_clients": None, "held_back": None}])
     assert table["rows"] == [] and table["accepted"] == []
     assert table["heading"] == HEADING == "What holds release N+1 back"
     assert table["columns"] == list(COLUMNS)

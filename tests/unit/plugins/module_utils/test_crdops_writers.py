@@ -293,8 +293,10 @@ def test_a_kustomization_not_asked_leaves_the_evidence_standing_and_says_why(ans
 def test_accepting_a_source_accepts_exactly_the_objects_that_name_it():
     options = dict(since="2026-12-01T14:55:00Z", metrics_window=0)
     unmoved = {}  # no inventory read: both sources' entries stand
-    run = lambda accept: find_writers(Server(TWO_SOURCES, kustomizations=unmoved), [crd()],  # noqa: E731
-                                      WritersOptions({NAME: ["v1"]}, accept=accept, **options))
+
+    def run(accept):
+        return find_writers(Server(TWO_SOURCES, kustomizations=unmoved), [crd()],
+                            WritersOptions({NAME: ["v1"]}, accept=accept, **options))
     apps_only = run(["flux-system/apps"])
     assert apps_only.held_back == [NAME]
     assert "flux-system/legacy" in apps_only.refusal("prod") and "flux-system/apps" not in apps_only.refusal("prod")
