@@ -519,10 +519,14 @@ def find_writers(transport: Transport, crds: List[Crd], options: WritersOptions,
                     results[crd.name].add(meta, since)
 
     window, words = 0.0, "not measured: metrics_window is 0" if options.metrics_window <= 0 else "not measured"
-    if not checked or options.metrics_window <= 0 or connect is None:
+    targets: Dict[str, Transport] = {}
+    gap: Optional[str] = None
+    if checked and options.metrics_window > 0 and connect is not None:
+        targets, gap = metrics_targets(transport, list(options.apiserver_endpoints), connect)
+        words = gap or words
+    if not targets:  # no counter anyone reads: no window to wait out
         scan()
     else:
-        targets, gap = metrics_targets(transport, list(options.apiserver_endpoints), connect)
         traffic = measure_window(targets, checked, dict((c.name, results[c.name].removed_versions) for c in checked),
                                  options.metrics_window, scan, clock, sleep)
         for crd in checked:

@@ -323,3 +323,23 @@ def test_inventory_ids_are_written_as_cli_utils_writes_them():
     assert inventory_id("a", "w-1", "example.com", "Widget") == "a_w-1_example.com_Widget"
     assert inventory_id("", "system:admin", "rbac.authorization.k8s.io", "ClusterRole") == \
         "_system__admin_rbac.authorization.k8s.io_ClusterRole"
+
+
+class BehindBalancer(Server):
+    """Three apiservers alive behind a load balancer; none of them answers when asked by its own address."""
+
+    def for_endpoint(self, url, new_connection_per_request=False):
+        class Unreachable:
+            def request(self, *args, **kwargs):
+                return resp(503, {"kind": "Status", "message": "no route"})
+        return Unreachable()
+
+
+def test_no_window_is_waited_out_when_no_apiserver_can_be_read_one_by_one():
+    slept = []
+    server = BehindBalancer([], leases=3)
+    out = find_writers(server, [crd()], WritersOptions({NAME: ["v1"]}, metrics_window=30),
+                       connect=server.for_endpoint, sleep=slept.append)
+    assert slept == [] and out.window_s == 0.0 and not out.readers_checked()
+    assert out.metrics.startswith("not measured: the apiservers cannot be reached one by one")
+    assert not [c for c in server.calls if c[1] == "/metrics"]
