@@ -91,8 +91,8 @@ options:
         them on this cluster (RV(nothing_to_do)), so a rerun on a cluster that is done can skip every phase. Read-only.
         Independent of which CRDs are reported in RV(crds) (V(all) included). Empty - not decided.
       - Nothing to do means, for every CRD named - it exists, C(status.storedVersions) is the storage version alone, a
-        migration record of this CRD at that storage version and generation with a proof and no failure (a record
-        written before records named their CRD may be stale by generation), no resume checkpoint, no unfinished
+        migration record of this CRD (its uid) at that storage version and generation with a proof and no failure
+        (a record that names no CRD uid counts as missing), no resume checkpoint, no unfinished
         repair; its pass Lease (in O(lease_namespace)) is not held by a run that still renews it; every apiserver of
         O(apiserver_endpoints) serves the CRD at its storage version; every object lists at the storage version and
         no C(managedFields) entry names a version the CRD does not serve (kubernetes#111937). And for the releases -
