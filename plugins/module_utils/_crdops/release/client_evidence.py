@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Tuple
 
-from ..ha.apiservers import parse_time
+from ..ha.server_clock import parse_time
 from ..ownership.last_applied import LAST_APPLIED, annotation_owner, applied_version
 
 DECLARES = "declares"  # an Apply entry: the applier's source still says the version

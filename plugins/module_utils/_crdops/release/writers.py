@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
-from ..ha.apiservers import discover_topology, parse_time, server_now
+from ..ha.apiservers import discover_topology
+from ..ha.server_clock import parse_time, server_now
 from .client_check import metadata_pages
 from .client_evidence import (
     DECLARES, DECLARES_CLIENT_SIDE, DECLARES_HELM, FLUX_KUSTOMIZATION, HELM_RELEASE, WRITES, Evidence, Source,

@@ -43,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..ha.apiservers import server_now
+from ..ha.server_clock import server_now
 from ..ha.barrier import storage_version_hash
 from ..release.crd_changes import apply_changes
 from ..kube.crd import Crd, stale_managed_fields_of
