@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r'''
 module: crd_client_check
 short_description: Prove that server-side apply clients still work on the objects of CRDs (dry-run)
-version_added: 1.1.0
+version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
 description:

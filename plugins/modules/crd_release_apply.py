@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r'''
 module: crd_release_apply
 short_description: Server-side apply the CRD manifests of a release and wait until each is Established
-version_added: 1.2.0
+version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
 description:
@@ -70,7 +70,7 @@ options:
         returned or logged.
     type: bool
     default: false
-    version_added: 1.3.0
+    version_added: 1.0.0
 seealso:
   - module: kubernetes.core.k8s
   - module: crdops.migration.crd_release_follow

@@ -134,3 +134,18 @@ def test_the_report_doc_says_the_holders_table_as_the_code_prints_it():
     for source, fix in fixes:
         quoted = re.match(r"`([^`]+)`", fix).group(1).replace("<stays>", "v2").replace("<manager>", "op")
         assert _holder_fix(source).startswith(quoted), (source, quoted, _holder_fix(source))
+
+
+def as_tuple(version: str) -> tuple:
+    return tuple(int(part) for part in str(version).split(".") if part)
+
+
+def test_nothing_is_added_in_a_version_after_the_one_galaxy_yml_releases():
+    # everything new before the first release is new in that release: a later version_added is one that never was
+    release = yaml.safe_load((REPO / "galaxy.yml").read_text())["version"]
+    later = []
+    for path in sorted(list((REPO / "plugins").rglob("*.py")) + list((REPO / "roles").rglob("*.yml"))):
+        for found in re.findall(r"version_added:\s*['\"]?([0-9][0-9.]*)", path.read_text()):
+            if as_tuple(found) > as_tuple(release):
+                later.append("%s: %s" % (path.relative_to(REPO), found))
+    assert not later, "version_added later than galaxy.yml's %s: %s" % (release, later)
