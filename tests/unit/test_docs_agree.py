@@ -158,3 +158,11 @@ def test_the_reliability_page_says_what_writes_it_and_cites_only_rows_it_has():
     scenarios = [row[0] for row in table_rows(REPO / "docs" / "reliability.md", "# Reliability under faults")]
     cited = re.findall(r'the row "([^"]+)"', page)
     assert [c for c in cited if not any(s.startswith(c) for s in scenarios)] == []
+
+
+def test_the_readme_says_what_the_shipped_priority_level_gives():
+    level = yaml.safe_load((REPO / "docs" / "rbac" / "prioritylevel.yaml").read_text())["spec"]["limited"]
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert "%d nominal concurrency shares" % level["nominalConcurrencyShares"] in readme
+    assert ("never borrowing" in readme) == (level["borrowingLimitPercent"] == 0)
+    assert "behind everyone" not in readme
