@@ -29,11 +29,14 @@ DECLARES = "declares"  # an Apply entry: the applier's source still says the ver
 DECLARES_CLIENT_SIDE = "declares (client-side apply)"  # kubectl's last-applied annotation says the version
 WRITES = "writes"  # an Update entry written since the run began (the flip): a controller still writing there
 DECLARES_HELM = "declares (Helm release)"  # the release's stored manifest says the version (helm_releases.py)
-KINDS = (DECLARES, DECLARES_CLIENT_SIDE, DECLARES_HELM, WRITES)
+# a release the objects name whose storage could not be read (forbidden, SQL driver, not found): it may declare it
+NOT_CHECKED_HELM = "not checked (Helm release)"
+KINDS = (DECLARES, DECLARES_CLIENT_SIDE, DECLARES_HELM, NOT_CHECKED_HELM, WRITES)
 
 FLUX_NAME, FLUX_NAMESPACE = "kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace"
 ARGO_TRACKING, INSTANCE = "argocd.argoproj.io/tracking-id", "app.kubernetes.io/instance"
 HELM_NAME, HELM_NAMESPACE = "meta.helm.sh/release-name", "meta.helm.sh/release-namespace"
+HELM_SOURCE = "Helm release"  # Source.what of a Helm release named by the objects' annotations
 
 
 class Evidence(NamedTuple):
@@ -74,7 +77,7 @@ def sources_of(meta: Mapping[str, Any]) -> List[Source]:
     elif labels.get(INSTANCE) and not annotations.get(HELM_NAME):
         out.append(Source("Argo CD Application (instance label)", str(labels[INSTANCE])))
     if annotations.get(HELM_NAME):
-        out.append(Source("Helm release", "%s/%s" % (annotations.get(HELM_NAMESPACE) or "?", annotations[HELM_NAME])))
+        out.append(Source(HELM_SOURCE, "%s/%s" % (annotations.get(HELM_NAMESPACE) or "?", annotations[HELM_NAME])))
     return out
 
 

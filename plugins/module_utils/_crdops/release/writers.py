@@ -32,10 +32,11 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 from ..ha.apiservers import discover_topology, parse_time, server_now
 from .client_check import metadata_pages
 from .client_evidence import (
-    DECLARES_CLIENT_SIDE, DECLARES_HELM, WRITES, Evidence, Source, leftovers, object_evidence, sources_of)
+    DECLARES_CLIENT_SIDE, DECLARES_HELM, HELM_SOURCE, NOT_CHECKED_HELM, WRITES, Evidence, Source, leftovers,
+    object_evidence, sources_of)
 from ..kube.crd import Crd
 from ..kube.errors import BadInputError, CrdOpsError, at_least
-from .helm_releases import HelmRelease, HelmScan, scan_helm_releases
+from .helm_releases import HelmRelease, HelmScan, look_up_releases, scan_helm_releases
 from ..kube.transport import JSON, Transport
 
 METRICS_PATH = "/metrics"
@@ -207,6 +208,8 @@ class CrdWriters:
     older_entries: int = 0  # Update entries at removed versions written before ``since``: the managedFields passes fix them
     traffic: List[Traffic] = field(default_factory=list)
     storage_version: str = ""
+    # Helm release "namespace/name" -> example object keys, from the objects' meta.helm.sh/release-* annotations
+    helm_named: Dict[str, List[str]] = field(default_factory=dict)
 
     def add(self, meta: Mapping[str, Any], since: float) -> None:
         """Count one listed object's signs of clients at the removed versions (client_evidence.py)."""
@@ -216,6 +219,11 @@ class CrdWriters:
         sources = sources_of(meta) if found else []
         for evidence in found:
             self._writer(evidence).record(key, evidence.written, sources)
+        helm = [src.ref for src in sources_of(meta) if src.what == HELM_SOURCE]
+        if helm:
+            named = self.helm_named.setdefault(helm[0], [])
+            if len(named) < MAX_EXAMPLES:
+                named.append(key)
         self.older_entries += leftovers(meta, self.group, self.removed_versions, since)
 
     def add_helm(self, release: HelmRelease) -> None:
@@ -227,6 +235,15 @@ class CrdWriters:
                             sources=["Helm release %s (revision %d)" % (release.label, release.revision)],
                             refs=[release.label])
             self.writers.append(writer)
+
+    def add_unchecked_helm(self, label: str, why: str) -> None:
+        """A Helm release the objects of this CRD name whose storage could not be read (``why``, with the
+        permission that would let it be): it may still declare a removed version, so it holds release N+1 back
+        until it can be read or is accepted by its name."""
+        examples = list(self.helm_named.get(label) or [])
+        self.writers.append(Writer(label, "release storage", ",".join(self.removed_versions), "", NOT_CHECKED_HELM,
+                                   objects=len(examples), examples=examples[:MAX_EXAMPLES],
+                                   sources=["Helm release %s (not checked: %s)" % (label, why)], refs=[label]))
 
     def _writer(self, evidence: Evidence) -> Writer:
         ident = (evidence.manager, evidence.operation, evidence.version, evidence.subresource, evidence.kind)
@@ -330,11 +347,27 @@ class WritersResult:
     helm: Optional[HelmScan] = None  # None: Helm releases not looked at
 
     def helm_sentence(self) -> str:
-        if self.helm is None:
+        """Which Helm releases were read, which not (and why), and which the run rewrites: console and report."""
+        helm = self.helm
+        if helm is None:
             return "Helm releases not checked (helm_releases off)"
-        if not self.helm.checked:
-            return "Helm releases %s" % (self.helm.note or "not checked")
-        return "Helm releases: %d read%s" % (self.helm.scanned, "; " + self.helm.note if self.helm.note else "")
+        words = ["Helm releases: %d read" % helm.scanned]
+        if not helm.checked:
+            words.append(helm.note or "Secrets of all namespaces not listed")
+        elif helm.note:
+            words.append(helm.note)
+        if helm.looked_up:
+            words.append("%d named by the objects looked up in their namespace" % len(helm.looked_up))
+        if helm.not_checked:
+            words.append("not checked, so release N+1 is held back for their CRDs until they can be read or are "
+                         "accepted by name: %s" % "; ".join("Helm release %s not checked: %s" % item
+                                                            for item in sorted(helm.not_checked.items())))
+        if helm.rewrite:
+            words.append("to rewrite as a new revision before release N+1 (crd_upgrade_helm_rewrite; for charts "
+                         "already moved to the version that stays: a chart that still says the removed version fails "
+                         "its next upgrade anyway, and a rollback to a revision before the rewrite fails as after "
+                         "helm-mapkubeapis): %s" % ", ".join(helm.rewrite))
+        return "; ".join(words)
 
     @property
     def ok(self) -> bool:
@@ -435,44 +468,66 @@ def find_writers(transport: Transport, crds: List[Crd], options: WritersOptions,
                 for meta in page:
                     results[crd.name].add(meta, since)
 
-    helm = helm_evidence(transport, checked, results, options) if options.helm_releases and checked else None
-    accept = rewritten_helm_accepted(options, checked, helm)
     if not checked or options.metrics_window <= 0 or connect is None:
         scan()
+        # after the listing: the releases the objects name are known (helm_named)
+        helm = helm_evidence(transport, checked, results, options) if options.helm_releases and checked else None
         why = "not measured: metrics_window is 0" if options.metrics_window <= 0 else "not measured"
-        return WritersResult([results[c.name] for c in checked], since, now, 0.0, why, accept, helm)
+        return WritersResult([results[c.name] for c in checked], since, now, 0.0, why,
+                             rewritten_helm_accepted(options, checked, helm), helm)
     targets, gap = metrics_targets(transport, list(options.apiserver_endpoints), connect)
     traffic = measure_window(targets, checked, dict((c.name, results[c.name].removed_versions) for c in checked),
                              options.metrics_window, scan, clock, sleep)
     for crd in checked:
         results[crd.name].traffic = traffic[crd.name]
+    helm = helm_evidence(transport, checked, results, options) if options.helm_releases else None
     return WritersResult([results[c.name] for c in checked], since, now, options.metrics_window,
-                         metrics_sentence(traffic, options.metrics_window, gap), accept, helm)
+                         metrics_sentence(traffic, options.metrics_window, gap),
+                         rewritten_helm_accepted(options, checked, helm), helm)
 
 
 def helm_evidence(transport: Transport, checked: List[Crd], results: Mapping[str, CrdWriters],
                   options: WritersOptions) -> HelmScan:
-    """Helm releases whose stored manifest declares a checked CRD's kind at a removed version, added per CRD."""
+    """Helm releases whose stored manifest declares a checked CRD's kind at a removed version, added per CRD.
+
+    Called after the objects' metadata were listed: every release they name (``helm_named``) that the lists of
+    all namespaces did not show is read in its own namespace, and one that cannot be read holds release N+1
+    back for the CRDs whose objects name it, as "not checked"."""
     targets = dict((c.name, (c.group, c.kind, removed_of(c, options.removed_versions))) for c in checked)
     scan = scan_helm_releases(transport, targets, page_size=min(options.page_size, 100))
+    named = sorted(set(label for c in checked for label in results[c.name].helm_named))
+    look_up_releases(transport, scan, named, targets)
     for crd in checked:
         for release in scan.for_crd(crd.name):
             results[crd.name].add_helm(release)
+        for label in sorted(results[crd.name].helm_named):
+            if label in scan.not_checked:
+                results[crd.name].add_unchecked_helm(label, scan.not_checked[label])
+    scan.rewrite = rewritable_releases(options, checked, scan)
     return scan
+
+
+def rewritable_releases(options: WritersOptions, checked: List[Crd], helm: HelmScan) -> List[str]:
+    """The releases the run rewrites as a new revision before release N+1 (helm_rewrite): every CRD they declare
+    at a removed version has conversion None, and no Helm operation is pending on them."""
+    if not options.helm_rewrite:
+        return []
+    plain = set(c.name for c in checked if c.conversion_strategy == "None")
+    # a release that also declares a webhook-converted CRD is not rewritten whole
+    return sorted(set(r.label for r in helm.releases if all(o.crd in plain for o in r.objects) and not r.blocked))
 
 
 def rewritten_helm_accepted(options: WritersOptions, checked: List[Crd], helm: Optional[HelmScan]) -> Accept:
     """``options.accept``, plus the Helm releases the run will rewrite (conversion None only, helm_rewrite): their
     stored manifest moves to the storage version before release N+1, and the managedFields pass before it moves
-    the entries of their objects, so neither they nor the appliers whose objects name them are left behind."""
+    the entries of their objects, so neither they nor the appliers whose objects name them are left behind. A
+    rewrite that fails holds release N+1 back for its CRDs then (crd_release_apply)."""
     if not options.helm_rewrite or helm is None or isinstance(options.accept, bool) and options.accept:
         return options.accept
-    plain = set(c.name for c in checked if c.conversion_strategy == "None")
-    # a release that also declares a webhook-converted CRD is not rewritten whole, so it is not accepted
-    refs = sorted(set(r.label for r in helm.releases if all(o.crd in plain for o in r.objects) and not r.blocked))
+    refs = helm.rewrite
     if not refs:
         return options.accept
-    return list(options.accept or []) + refs if not isinstance(options.accept, bool) else refs
+    return list(options.accept or []) + refs if not isinstance(options.accept, bool) else list(refs)
 
 
 def metrics_sentence(traffic: Mapping[str, List[Traffic]], window: float, gap: Optional[str]) -> str:
