@@ -22,6 +22,7 @@ from tests.clients import Helm, write_chart
 from tests.controlplane.etcd_reader import scan_storage
 from tests.integration.modrun import ansible_playbook
 from tests.integration.seed import Seeded, crd_at
+from tests.integration.test_security import service_account_token, shipped_rules, token_args
 
 REPO = Path(__file__).resolve().parents[2]
 NS = "shop"
@@ -35,12 +36,14 @@ def chart(tmp_path: Path, s: Seeded, version: str, size: int) -> Path:
     return write_chart(tmp_path / "charts" / version, RELEASE, f"1.{size}.0", docs)
 
 
-def run_role(cluster, tmp_path: Path, s: Seeded, **host_vars) -> tuple[str, dict]:
+def run_role(cluster, tmp_path: Path, s: Seeded, token: str | None = None, **host_vars) -> tuple[str, dict]:
+    """The fleet playbook on one cluster, as the admin kubeconfig or (``token``) a ServiceAccount."""
     release, target = tmp_path / "release.yaml", tmp_path / "target.yaml"
     release.write_text(yaml.safe_dump(crd_at(s, "v1beta1")))
     target.write_text(yaml.safe_dump(crd_at(s, "v1beta1", ("v1beta1",))))
-    host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-            "crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0],
+    auth = ({"crd_upgrade_auth": token_args(cluster, token), "crd_upgrade_crd_names": [s.crd_name]} if token else
+            {"crd_upgrade_kubeconfig": str(cluster.kubeconfig), "crd_upgrade_context": cluster.contexts()[0]})
+    host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, **auth,
             "crd_upgrade_release_manifests": [str(release)], "crd_upgrade_target_manifests": [str(target)],
             "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0,
             "crd_upgrade_preflight": False, **host_vars}
@@ -51,6 +54,14 @@ def run_role(cluster, tmp_path: Path, s: Seeded, **host_vars) -> tuple[str, dict
     assert proc.returncode == 0, proc.stdout[-6000:]
     report = json.loads(next((tmp_path / "r" / "latest").glob("*.json")).read_text())
     return proc.stdout, report["clusters"][0]
+
+
+def markdown_report(tmp_path: Path) -> str:
+    return "\n".join(p.read_text() for p in (tmp_path / "r" / "latest").glob("*.md"))
+
+
+def served(kube, s: Seeded) -> list[str]:
+    return [v["name"] for v in kube.get_crd(s.crd_name)["spec"]["versions"] if v.get("served")]
 
 
 def test_a_helm_release_still_at_the_removed_version_is_moved_with_the_opt_in(cluster, kube, group, tmp_path):
@@ -64,13 +75,82 @@ def test_a_helm_release_still_at_the_removed_version_is_moved_with_the_opt_in(cl
     assert [r["release"] for r in result["helm_rewritten"]] == [f"{NS}/{RELEASE}"], result["helm_rewritten"]
     assert [v["name"] for v in kube.get_crd(s.crd_name)["spec"]["versions"]] == ["v1beta1"]
     assert scan_storage(cluster.etcd_url, group, s.plural).counts == {s.new(): COUNT}
-    assert [h["status"] for h in helm.history(RELEASE, NS)] == ["deployed"]  # the same revision, moved in place
+    # the rewrite is revision 2, as helm-mapkubeapis writes it; revision 1 is superseded
+    history = helm.history(RELEASE, NS)
+    assert [(h["revision"], h["status"]) for h in history] == [(1, "superseded"), (2, "deployed")], history
+    assert f"crdops.migration: moved {s.kind} w-0, w-1, w-2 (+1) from {s.old()} to v1beta1" in history[1]["description"]
+    assert "a rollback to revision 1 or earlier still declares" in out, out[-4000:]
 
     # the release's next upgrade, with its chart moved to the version that stays, builds and applies
     upgraded = helm.upgrade(RELEASE, NS, chart(tmp_path, s, "v1beta1", 2))
     assert upgraded.ok, upgraded.stderr
-    assert [h["status"] for h in helm.history(RELEASE, NS)] == ["superseded", "deployed"]
+    assert [h["status"] for h in helm.history(RELEASE, NS)] == ["superseded", "superseded", "deployed"]
     sizes = [o["spec"]["size"] for o in kube.get(f"/apis/{group}/v1beta1/namespaces/{NS}/widgets")["items"]]
     assert sizes == [2] * COUNT
     assert scan_storage(cluster.etcd_url, group, s.plural).counts == {s.new(): COUNT}
+    # a rollback to the rewritten revision builds (its manifest says v1beta1) and applies; one to revision 1,
+    # from before the rewrite, still names v1alpha1 and fails, as after helm-mapkubeapis
+    back = helm.rollback(RELEASE, NS, 2)
+    assert back.ok, back.stderr
+    assert [o["spec"]["size"] for o in kube.get(f"/apis/{group}/v1beta1/namespaces/{NS}/widgets")["items"]] == [1] * COUNT
+    before = helm.rollback(RELEASE, NS, 1)
+    assert not before.ok and "v1alpha1" in before.stderr, before.stderr
+    kube.delete_crd(s.crd_name)
+
+
+def test_c_a_configmap_release_the_shipped_clusterrole_cannot_read_holds_release_n_plus_1_back(
+        cluster, kube, group, tmp_path):
+    """Helm 4 with --server-side=false and HELM_DRIVER=configmap: Update entries (which the re-store relabels) and
+    no last-applied annotation, so the release storage is the only evidence, and the shipped ClusterRole cannot
+    list Secrets or ConfigMaps. The objects' Helm annotations name the release: it holds release N+1 back."""
+    s = Seeded(group, "widgets", "Widget", "Namespaced")
+    ns = f"shop-{group.split('.')[0]}"
+    kube.apply_crd(crd_at(s, "v1alpha1", ("v1alpha1",)))
+    helm = Helm(cluster.kubeconfig, cluster.contexts()[0], driver="configmap")
+    v1alpha1 = chart(tmp_path, s, "v1alpha1", 1)
+    helm.install(RELEASE, ns, v1alpha1, extra=["--server-side=false"], check=True)
+    assert kube.get(f"/api/v1/namespaces/{ns}/configmaps", labelSelector=f"owner=helm,name={RELEASE}")["items"]
+    token = service_account_token(kube, f"helm-c-{group.split('.')[0]}", shipped_rules(group))
+
+    out, result = run_role(cluster, tmp_path, s, token=token)
+    assert result["status"] == "held back", (result.get("status"), out[-4000:])
+    [held] = result["held_back"]
+    words = f"Helm release {ns}/{RELEASE} (not checked: listing Secrets and ConfigMaps in namespace {ns} is " \
+            f"forbidden; grant list on secrets in namespace {ns}"
+    assert held["crd"] == s.crd_name and any(words in c for c in held["clients"]), held
+    assert f"Helm release {ns}/{RELEASE} not checked" in out, out[-4000:]  # the console
+    assert f"{ns}/{RELEASE}" in markdown_report(tmp_path)  # and the report
+    assert "v1alpha1" in served(kube, s)  # release N+1 not applied
+    assert "cronSpec" not in out and token not in out
+
+    # the release still upgrades with its unchanged chart
+    upgraded = helm.upgrade(RELEASE, ns, v1alpha1, extra=["--server-side=false"])
+    assert upgraded.ok, upgraded.stderr
+    kube.delete_crd(s.crd_name)
+
+
+def test_d_a_rewrite_the_identity_may_not_write_holds_release_n_plus_1_back_saying_why(
+        cluster, kube, group, tmp_path):
+    """The opt-in rewrite, run by an identity that may read and update the release Secrets but not create one:
+    the new revision cannot be stored, nothing is written, and release N+1 is held back for the CRD."""
+    s = Seeded(group, "widgets", "Widget", "Namespaced")
+    ns = f"shop-{group.split('.')[0]}"
+    kube.apply_crd(crd_at(s, "v1alpha1", ("v1alpha1",)))
+    helm = Helm(cluster.kubeconfig, cluster.contexts()[0])
+    v1alpha1 = chart(tmp_path, s, "v1alpha1", 1)
+    helm.install(RELEASE, ns, v1alpha1, check=True)
+    rules = shipped_rules(group) + [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "update"]}]
+    token = service_account_token(kube, f"helm-d-{group.split('.')[0]}", rules)
+
+    out, result = run_role(cluster, tmp_path, s, token=token, crd_upgrade_helm_rewrite=True)
+    assert result["status"] == "held back", (result.get("status"), out[-4000:])
+    [held] = result["held_back"]
+    assert held["crd"] == s.crd_name, held
+    text = "; ".join(held["clients"])
+    assert f"Helm release {ns}/{RELEASE} not rewritten as a new revision" in text and "forbidden" in text, text
+    assert "not rewritten as a new revision" in out, out[-4000:]
+    assert "v1alpha1" in served(kube, s)  # release N+1 not applied
+    assert [(h["revision"], h["status"]) for h in helm.history(RELEASE, ns)] == [(1, "deployed")]  # nothing written
+    upgraded = helm.upgrade(RELEASE, ns, v1alpha1)
+    assert upgraded.ok, upgraded.stderr
     kube.delete_crd(s.crd_name)
