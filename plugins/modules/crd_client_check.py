@@ -85,11 +85,16 @@ options:
     default: false
   helm_releases:
     description:
-      - O(check=writers). Also read the manifest of each Helm release's latest deployed revision (Secrets labelled
-        C(owner=helm), all namespaces) and name the releases that declare a custom resource at a removed version;
-        after the version goes, every C(helm upgrade) of such a release fails (helm/helm#7361). Needs C(list) on
-        C(secrets), and where it is forbidden the result says C(not checked). Release content is never returned or
-        logged, only the objects' kind, namespace, name and version.
+      - O(check=writers). Also read the manifest of the revision C(helm upgrade) reads of each Helm release
+        (Secrets and ConfigMaps labelled C(owner=helm), all namespaces) and name the releases that declare a custom
+        resource at a removed version; after the version goes, every C(helm upgrade) of such a release fails
+        (helm/helm#7361).
+      - Every release the objects name (C(meta.helm.sh/release-name), C(meta.helm.sh/release-namespace)) that those
+        lists did not show (forbidden, or another driver) is read in its own namespace (label selector
+        C(owner=helm,name=<release>)). One that still cannot be read (forbidden, C(HELM_DRIVER=sql), not found) holds
+        the CRD back as a client of kind C(not checked (Helm release)), naming the permission that would let it be
+        checked; O(accept_clients) accepts it by C(namespace/name).
+      - Release content is never returned or logged, only the objects' kind, namespace, name and version.
     type: bool
     default: true
   helm_rewrite:
@@ -280,8 +285,10 @@ writers:
         C(held_back), C(held_back_by) (the clients not accepted) and C(fix).
       - C(kind) is V(declares) for an C(Apply) entry at a removed version, whatever its age (the applier's source
         still says that version), V(declares (client-side apply)) for kubectl's last-applied annotation at such a
-        version, V(declares (Helm release)) for a Helm release whose stored manifest says it, and V(writes) for an
-        C(Update) entry written at or after O(since).
+        version, V(declares (Helm release)) for a Helm release whose stored manifest says it, V(not checked (Helm
+        release)) for a release the objects name whose storage could not be read (C(manager) is its
+        C(namespace/name), C(operation) C(release storage), C(sources) says why and the permission to grant), and
+        V(writes) for an C(Update) entry written at or after O(since).
       type: list
       elements: dict
       returned: always

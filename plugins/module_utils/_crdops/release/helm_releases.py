@@ -781,6 +781,11 @@ def _write(transport: Transport, plan: RewritePlan, method: str, body: Mapping[s
     path = _object_path(rel) if method == "POST" else _object_path(rel, name)
     resp = transport.request(method, path, body=dumps(body), content_type=JSON, accept=JSON, query=query)
     verb = "creating" if method == "POST" else "updating"
+    if resp.status in (401, 403):
+        raise RefusalError("Helm release %s: %s %s %s%s is forbidden (HTTP %d): grant %s on %s in namespace %s "
+                           "(docs/rbac.md)" % (rel.label, verb, rel.driver, name, " (dry-run)" if dry_run else "",
+                                               resp.status, "create" if method == "POST" else "update",
+                                               RESOURCES[rel.driver], rel.namespace), cluster=transport.cluster_label)
     if resp.status == 409:
         raise ConflictError("Helm release %s: %s %s %s: %s; run again" % (
             rel.label, verb, rel.driver, name, "it exists already" if method == "POST" else "it changed since the "
