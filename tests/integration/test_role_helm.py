@@ -1,4 +1,5 @@
-"""A Helm release whose stored manifest still says v1alpha1, with the opt-in rewrite: release N+1 is applied.
+"""Helm releases whose stored manifest still says v1alpha1: the opt-in rewrite as a new revision, a release the
+run cannot read, and a rewrite the run may not write.
 
 Helm rebuilds the objects of a release's current revision from its stored manifest on every `helm upgrade`; once
 the CRD no longer serves a version that manifest declares, every upgrade fails ("unable to build kubernetes objects
@@ -7,8 +8,11 @@ so with `crd_upgrade_helm_rewrite: true` the role moves the stored documents' ap
 just before release N+1 (as the helm-mapkubeapis plugin does), and Helm's own server-side apply entries with them.
 
 Real Helm v4.3.2 (helm.sh/helm/v4, built from Go modules by tests/clients/build_helm.sh) on a real kube-apiserver +
-etcd: a chart with four Widgets at v1alpha1 installed as a release; the role at defaults but for the opt-in; then
-`helm upgrade` of the chart moved to v1beta1 works, on the same revision history.
+etcd: a chart with four Widgets at v1alpha1 installed as a release; the role at defaults but for the opt-in; the
+rewrite is revision 2 in `helm history` (Secret and ConfigMap drivers); then `helm upgrade` of the chart moved to
+v1beta1 works and `helm rollback` to revision 2 works, while one to revision 1 fails as after helm-mapkubeapis.
+(c) and (d) run as a ServiceAccount bound to docs/rbac/clusterrole.yaml: a release it cannot read, and a rewrite it
+may not create, each hold release N+1 back for the CRD, saying why.
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.clients import Helm, write_chart
@@ -36,8 +41,10 @@ def chart(tmp_path: Path, s: Seeded, version: str, size: int) -> Path:
     return write_chart(tmp_path / "charts" / version, RELEASE, f"1.{size}.0", docs)
 
 
-def run_role(cluster, tmp_path: Path, s: Seeded, token: str | None = None, **host_vars) -> tuple[str, dict]:
-    """The fleet playbook on one cluster, as the admin kubeconfig or (``token``) a ServiceAccount."""
+def run_role(cluster, tmp_path: Path, s: Seeded, token: str | None = None, check: bool = False,
+             **host_vars) -> tuple[str, dict]:
+    """The fleet playbook on one cluster, as the admin kubeconfig or (``token``) a ServiceAccount; ``check``:
+    with --check (the plan)."""
     release, target = tmp_path / "release.yaml", tmp_path / "target.yaml"
     release.write_text(yaml.safe_dump(crd_at(s, "v1beta1")))
     target.write_text(yaml.safe_dump(crd_at(s, "v1beta1", ("v1beta1",))))
@@ -50,7 +57,8 @@ def run_role(cluster, tmp_path: Path, s: Seeded, token: str | None = None, **hos
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump({"all": {"children": {"clusters": {"hosts": {
         "helm-cluster": host}}}}}))
     proc = ansible_playbook("-i", str(tmp_path / "inventory.yml"), str(REPO / "playbooks" / "fleet_upgrade.yml"),
-                            "-e", json.dumps({"crd_upgrade_waves": [1], "crd_upgrade_report_dir": str(tmp_path / "r")}))
+                            "-e", json.dumps({"crd_upgrade_waves": [1], "crd_upgrade_report_dir": str(tmp_path / "r")}),
+                            *(["--check"] if check else []))
     assert proc.returncode == 0, proc.stdout[-6000:]
     report = json.loads(next((tmp_path / "r" / "latest").glob("*.json")).read_text())
     return proc.stdout, report["clusters"][0]
@@ -64,36 +72,42 @@ def served(kube, s: Seeded) -> list[str]:
     return [v["name"] for v in kube.get_crd(s.crd_name)["spec"]["versions"] if v.get("served")]
 
 
-def test_a_helm_release_still_at_the_removed_version_is_moved_with_the_opt_in(cluster, kube, group, tmp_path):
+@pytest.mark.parametrize("driver", ["secret", "configmap"])
+def test_a_helm_release_still_at_the_removed_version_is_moved_with_the_opt_in(cluster, kube, group, tmp_path, driver):
     s = Seeded(group, "widgets", "Widget", "Namespaced")
+    ns = f"{NS}-{group.split('.')[0]}"
     kube.apply_crd(crd_at(s, "v1alpha1", ("v1alpha1",)))
-    helm = Helm(cluster.kubeconfig, cluster.contexts()[0])
-    helm.install(RELEASE, NS, chart(tmp_path, s, "v1alpha1", 1), check=True)
+    helm = Helm(cluster.kubeconfig, cluster.contexts()[0], driver=driver)
+    helm.install(RELEASE, ns, chart(tmp_path, s, "v1alpha1", 1), check=True)
 
     out, result = run_role(cluster, tmp_path, s, crd_upgrade_helm_rewrite=True)
     assert result["status"] == "ok", (result.get("held_back"), out[-4000:])
-    assert [r["release"] for r in result["helm_rewritten"]] == [f"{NS}/{RELEASE}"], result["helm_rewritten"]
+    # the plan's words: the rewrite is for charts already moved
+    assert "to rewrite as a new revision before release N+1" in out and "for charts already moved" in out
+    assert [r["release"] for r in result["helm_rewritten"]] == [f"{ns}/{RELEASE}"], result["helm_rewritten"]
     assert [v["name"] for v in kube.get_crd(s.crd_name)["spec"]["versions"]] == ["v1beta1"]
     assert scan_storage(cluster.etcd_url, group, s.plural).counts == {s.new(): COUNT}
     # the rewrite is revision 2, as helm-mapkubeapis writes it; revision 1 is superseded
-    history = helm.history(RELEASE, NS)
+    history = helm.history(RELEASE, ns)
     assert [(h["revision"], h["status"]) for h in history] == [(1, "superseded"), (2, "deployed")], history
     assert f"crdops.migration: moved {s.kind} w-0, w-1, w-2 (+1) from {s.old()} to v1beta1" in history[1]["description"]
+    stored = kube.get(f"/api/v1/namespaces/{ns}/{driver}s", labelSelector=f"owner=helm,name={RELEASE}")["items"]
+    assert sorted(i["metadata"]["labels"]["version"] for i in stored) == ["1", "2"]  # in the release's own driver
     assert "A rollback to revision 1 or earlier still declares" in out, out[out.find("Upgrade | apply release N+1"):][:3000]
 
     # the release's next upgrade, with its chart moved to the version that stays, builds and applies
-    upgraded = helm.upgrade(RELEASE, NS, chart(tmp_path, s, "v1beta1", 2))
+    upgraded = helm.upgrade(RELEASE, ns, chart(tmp_path, s, "v1beta1", 2))
     assert upgraded.ok, upgraded.stderr
-    assert [h["status"] for h in helm.history(RELEASE, NS)] == ["superseded", "superseded", "deployed"]
-    sizes = [o["spec"]["size"] for o in kube.get(f"/apis/{group}/v1beta1/namespaces/{NS}/widgets")["items"]]
+    assert [h["status"] for h in helm.history(RELEASE, ns)] == ["superseded", "superseded", "deployed"]
+    sizes = [o["spec"]["size"] for o in kube.get(f"/apis/{group}/v1beta1/namespaces/{ns}/widgets")["items"]]
     assert sizes == [2] * COUNT
     assert scan_storage(cluster.etcd_url, group, s.plural).counts == {s.new(): COUNT}
     # a rollback to the rewritten revision builds (its manifest says v1beta1) and applies; one to revision 1,
     # from before the rewrite, still names v1alpha1 and fails, as after helm-mapkubeapis
-    back = helm.rollback(RELEASE, NS, 2)
+    back = helm.rollback(RELEASE, ns, 2)
     assert back.ok, back.stderr
-    assert [o["spec"]["size"] for o in kube.get(f"/apis/{group}/v1beta1/namespaces/{NS}/widgets")["items"]] == [1] * COUNT
-    before = helm.rollback(RELEASE, NS, 1)
+    assert [o["spec"]["size"] for o in kube.get(f"/apis/{group}/v1beta1/namespaces/{ns}/widgets")["items"]] == [1] * COUNT
+    before = helm.rollback(RELEASE, ns, 1)
     assert not before.ok and "v1alpha1" in before.stderr, before.stderr
     kube.delete_crd(s.crd_name)
 
@@ -111,12 +125,18 @@ def test_c_a_configmap_release_the_shipped_clusterrole_cannot_read_holds_release
     helm.install(RELEASE, ns, v1alpha1, extra=["--server-side=false"], check=True)
     assert kube.get(f"/api/v1/namespaces/{ns}/configmaps", labelSelector=f"owner=helm,name={RELEASE}")["items"]
     token = service_account_token(kube, f"helm-c-{group.split('.')[0]}", shipped_rules(group))
+    words = f"Helm release {ns}/{RELEASE} (not checked: listing Secrets and ConfigMaps in namespace {ns} is " \
+            f"forbidden; grant list on secrets in namespace {ns}"
+
+    # the plan says it already
+    out, plan = run_role(cluster, tmp_path, s, token=token, check=True)
+    assert plan["status"] == "planned", (plan.get("status"), out[-4000:])
+    assert any(words in c for h in plan["held_back"] for c in h["clients"]), plan["held_back"]
+    assert f"Helm release {ns}/{RELEASE} not checked" in out, out[-4000:]
 
     out, result = run_role(cluster, tmp_path, s, token=token)
     assert result["status"] == "held back", (result.get("status"), out[-4000:])
     [held] = result["held_back"]
-    words = f"Helm release {ns}/{RELEASE} (not checked: listing Secrets and ConfigMaps in namespace {ns} is " \
-            f"forbidden; grant list on secrets in namespace {ns}"
     assert held["crd"] == s.crd_name and any(words in c for c in held["clients"]), held
     assert f"Helm release {ns}/{RELEASE} not checked" in out, out[-4000:]  # the console
     assert f"{ns}/{RELEASE}" in markdown_report(tmp_path)  # and the report
