@@ -79,6 +79,17 @@ options:
     type: bool
     default: false
     version_added: 1.3.0
+  helm_release_names:
+    description:
+      - With O(rewrite_helm_releases), Helm releases (C(namespace/name)) to read in their own namespace (label
+        selector C(owner=helm,name=<release>), Secrets then ConfigMaps) when listing Secrets and ConfigMaps in all
+        namespaces is forbidden or does not show them. The role passes those its client check found this way.
+      - One that cannot be read fails its rewrite, so the CRDs the apply removes versions of are held back
+        (RV(held_back)).
+    type: list
+    elements: str
+    default: []
+    version_added: 1.3.0
 seealso:
   - module: kubernetes.core.k8s
   - module: crdops.migration.crd_release_follow
@@ -201,6 +212,7 @@ OPTIONS = dict(
     wait_timeout=dict(type="int", default=120),
     continue_on_error=dict(type="bool", default=False),
     rewrite_helm_releases=dict(type="bool", default=False),
+    helm_release_names=dict(type="list", elements="str", default=[]),
 )
 
 
@@ -226,7 +238,7 @@ class ReleaseApply(Job):
 
     def move_helm(self, transport):
         """Rewrite the Helm releases first; the CRDs a failed rewrite holds back are left out of the apply."""
-        moves = move_helm_releases(transport, self.docs, self.check_mode)
+        moves = move_helm_releases(transport, self.docs, self.check_mode, self.params["helm_release_names"] or [])
         self.result["helm_releases"] = dict(moves.to_dict(), words=moves.words())
         self.result["changed"] = bool(moves.rewritten) and not self.check_mode
         for why in moves.left:

@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ..kube.crd import Crd
 from ..kube.errors import CrdOpsError, NotFoundError
-from .helm_releases import HelmRelease, HelmScan, plan_rewrite, rewrite_release, scan_helm_releases
+from .helm_releases import HelmRelease, HelmScan, look_up_releases, plan_rewrite, rewrite_release, scan_helm_releases
 from ..kube.selection import get_crd
 from ..kube.transport import Transport
 
@@ -89,15 +89,20 @@ def removals(transport: Transport, docs: Sequence[Mapping[str, Any]]) -> Dict[st
     return out
 
 
-def move_helm_releases(transport: Transport, docs: Sequence[Mapping[str, Any]], check_mode: bool) -> HelmMoves:
+def move_helm_releases(transport: Transport, docs: Sequence[Mapping[str, Any]], check_mode: bool,
+                       named: Sequence[str] = ()) -> HelmMoves:
     """Rewrite the Helm releases that declare a version ``docs`` remove, for CRDs with conversion None, each as a
-    new revision. A rewrite that fails (forbidden, a conflict, a pending operation) is in ``failed``."""
+    new revision. ``named``: releases (namespace/name) to read in their own namespace when the lists of all
+    namespaces do not show them (those the writers check found so); one that cannot be read fails. A rewrite that
+    fails (forbidden, a conflict, a pending operation) is in ``failed``."""
     losing = removals(transport, docs)
     moves = HelmMoves(removed=dict((n, list(gone)) for n, (_live, gone, _s) in losing.items()))
     if not losing:
         return moves
-    moves.scan = scan_helm_releases(transport, dict((n, (live.group, live.kind, gone))
-                                                    for n, (live, gone, _s) in losing.items()))
+    targets = dict((n, (live.group, live.kind, gone)) for n, (live, gone, _s) in losing.items())
+    moves.scan = look_up_releases(transport, scan_helm_releases(transport, targets), named, targets)
+    for label, why in sorted(moves.scan.not_checked.items()):
+        moves.failed.append({"release": label, "crds": sorted(losing), "why": "not read: %s" % why})
     storage = dict((n, s) for n, (_live_crd, _g, s) in losing.items())
     plain = set(n for n, (live, _g, _s) in losing.items() if live.conversion_strategy == "None")
     for release in moves.scan.releases:

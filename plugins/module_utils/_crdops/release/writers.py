@@ -232,7 +232,9 @@ class CrdWriters:
             objects = [o for o in release.objects if o.version == version]
             writer = Writer(release.label, "release manifest", version, "", DECLARES_HELM, objects=len(objects),
                             examples=["%s/%s" % (o.namespace or release.namespace, o.name) for o in objects][:MAX_EXAMPLES],
-                            sources=["Helm release %s (revision %d)" % (release.label, release.revision)],
+                            sources=["Helm release %s (revision %d%s)" % (release.label, release.revision,
+                                                                          "; " + release.blocked if release.blocked
+                                                                          else "")],
                             refs=[release.label])
             self.writers.append(writer)
 

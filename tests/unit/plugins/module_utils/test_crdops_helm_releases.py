@@ -16,7 +16,8 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.erro
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.helm_releases import (
     HelmScan, decode_payload, go_json_string, look_up_release, look_up_releases, manifest_span, plan_rewrite,
     rewrite_release, scan_helm_releases)
-from tests.unit.crdops_fakes import resp, status
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.helm_move import move_helm_releases
+from tests.unit.crdops_fakes import make_crd, resp, status
 
 GROUP = "stable.example.com"
 CRD = "crontabs." + GROUP
@@ -104,6 +105,7 @@ class FakeApi:
         self.list_answer = None  # an HTTP status the all-namespaces LIST of Secrets answers instead
         self.expire_continue = False  # the first continue answers 410 with an inconsistent token
         self.forbid = set()
+        self.crds = {}  # name -> CRD, for move_helm_releases
 
     @property
     def secrets(self):
@@ -135,6 +137,9 @@ class FakeApi:
     def request(self, method, path, *, query=None, body=None, content_type=None, accept=None):
         q = dict(query or [])
         self.calls.append((method, path, q))
+        if path.startswith("/apis/apiextensions.k8s.io/"):
+            crd = self.crds.get(path.rsplit("/", 1)[1])
+            return resp(200, crd) if crd else status(404, "not found", "NotFound")
         parts = path.strip("/").split("/")  # api v1 [namespaces ns] resource [name]
         if len(parts) == 3:
             return self._list_all(parts[2], q)
@@ -546,3 +551,40 @@ def test_a_release_read_in_its_namespace_that_declares_nothing_removed_is_checke
     api.forbid.add(("list-all", "secrets"))
     scan = look_up_releases(api, scan_helm_releases(api, CRDS), ["team/app"], CRDS)
     assert scan.not_checked == {} and scan.releases == [] and scan.scanned == 1
+
+
+def crontab_crd(*versions):
+    crd = make_crd(CRD, versions=[(v, True, v == "v1") for v in versions], stored=("v1",))
+    crd["spec"]["names"]["kind"] = "CronTab"
+    return crd
+
+
+def test_move_reads_the_named_releases_in_their_namespace_and_one_it_cannot_read_holds_the_crd_back():
+    api = FakeApi()
+    api.crds[CRD] = crontab_crd("v1alpha1", "v1")
+    api.add("app", "team", 1, "deployed", manifest(doc("a")), driver="ConfigMap")
+    api.forbid |= {("list-all", "secrets"), ("list-all", "configmaps")}
+    moves = move_helm_releases(api, [crontab_crd("v1")], check_mode=False, named=["team/app", "other/gone"])
+    assert [(r["release"], r["driver"], r["previous_revision"], r["revision"]) for r in moves.rewritten] == [
+        ("team/app", "ConfigMap", 1, 2)]
+    assert api.release("team", "app", 2, "ConfigMap")[0]["status"] == "deployed"
+    [failed] = moves.failed
+    assert (failed["release"], failed["crds"]) == ("other/gone", [CRD])
+    assert failed["why"].startswith("not read: no release Secret or ConfigMap found in namespace other")
+    [held] = moves.held_back()
+    assert (held["crd"], held["removed_versions"]) == (CRD, ["v1alpha1"])
+    assert held["clients"] == ["Helm release other/gone not rewritten as a new revision: " + failed["why"]]
+    [words] = moves.words()
+    assert "A rollback to revision 1 or earlier still declares %s/v1alpha1 and fails" % GROUP in words
+
+
+def test_move_in_check_mode_writes_nothing_and_a_pending_release_fails():
+    api = FakeApi()
+    api.crds[CRD] = crontab_crd("v1alpha1", "v1")
+    api.add("app", "team", 1, "deployed", manifest(doc("a")))
+    api.add("busy", "team", 1, "deployed", manifest(doc("b")))
+    api.add("busy", "team", 2, "pending-upgrade", manifest(doc("b")))
+    moves = move_helm_releases(api, [crontab_crd("v1")], check_mode=True)
+    assert [(r["release"], r["revision"]) for r in moves.rewritten] == [("team/app", 2)]
+    assert api.writes() == [] and api.writes(dry_run=True) == []
+    assert [f["release"] for f in moves.failed] == ["team/busy"] and "pending-upgrade" in moves.failed[0]["why"]
