@@ -64,8 +64,8 @@ def run_role(cluster, tmp_path: Path, s: Seeded, token: str | None = None, check
     return proc.stdout, report["clusters"][0]
 
 
-def markdown_report(tmp_path: Path) -> str:
-    return "\n".join(p.read_text() for p in (tmp_path / "r" / "latest").glob("*.md"))
+def report_text(tmp_path: Path, ext: str) -> str:
+    return "\n".join(p.read_text() for p in (tmp_path / "r" / "latest").glob(f"*.{ext}"))
 
 
 def served(kube, s: Seeded) -> list[str]:
@@ -139,7 +139,8 @@ def test_c_a_configmap_release_the_shipped_clusterrole_cannot_read_holds_release
     [held] = result["held_back"]
     assert held["crd"] == s.crd_name and any(words in c for c in held["clients"]), held
     assert f"Helm release {ns}/{RELEASE} not checked" in out, out[-4000:]  # the console
-    assert f"{ns}/{RELEASE}" in markdown_report(tmp_path)  # and the report
+    for ext in ("md", "html"):  # and the report
+        assert f"Helm release {ns}/{RELEASE} (not checked: listing Secrets and ConfigMaps" in report_text(tmp_path, ext)
     assert "v1alpha1" in served(kube, s)  # release N+1 not applied
     assert "cronSpec" not in out and token not in out
 
@@ -173,5 +174,34 @@ def test_d_a_rewrite_the_identity_may_not_write_holds_release_n_plus_1_back_sayi
     assert "v1alpha1" in served(kube, s)  # release N+1 not applied
     assert [(h["revision"], h["status"]) for h in helm.history(RELEASE, ns)] == [(1, "deployed")]  # nothing written
     upgraded = helm.upgrade(RELEASE, ns, v1alpha1)
+    assert upgraded.ok, upgraded.stderr
+    kube.delete_crd(s.crd_name)
+
+
+def test_d_a_release_the_run_may_read_and_write_in_its_namespace_only_is_rewritten(cluster, kube, group, tmp_path):
+    """No list on Secrets in all namespaces, a Role in the release's namespace: the client check reads the release
+    there (its objects name it), and the rewrite reads it there too and stores the new revision."""
+    s = Seeded(group, "widgets", "Widget", "Namespaced")
+    ns = f"shop-{group.split('.')[0]}"
+    kube.apply_crd(crd_at(s, "v1alpha1", ("v1alpha1",)))
+    helm = Helm(cluster.kubeconfig, cluster.contexts()[0])
+    helm.install(RELEASE, ns, chart(tmp_path, s, "v1alpha1", 1), check=True)
+    sa = f"helm-ns-{group.split('.')[0]}"
+    token = service_account_token(kube, sa, shipped_rules(group))
+    rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/%s/%s" % (ns, "%s")
+    kube.post(rbac % "roles", {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": sa},
+                               "rules": [{"apiGroups": [""], "resources": ["secrets"],
+                                          "verbs": ["get", "list", "update", "create"]}]})
+    kube.post(rbac % "rolebindings", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": sa},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": sa},
+        "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": "crdops-system"}]})
+
+    out, result = run_role(cluster, tmp_path, s, token=token, crd_upgrade_helm_rewrite=True)
+    assert result["status"] == "ok", (result.get("held_back"), out[-4000:])
+    assert "1 named by the objects looked up in their namespace" in out, out[-4000:]
+    assert served(kube, s) == ["v1beta1"]
+    assert [(h["revision"], h["status"]) for h in helm.history(RELEASE, ns)] == [(1, "superseded"), (2, "deployed")]
+    upgraded = helm.upgrade(RELEASE, ns, chart(tmp_path, s, "v1beta1", 2))
     assert upgraded.ok, upgraded.stderr
     kube.delete_crd(s.crd_name)
