@@ -276,6 +276,22 @@ writers:
       description: When a CRD is held back, one sentence naming the cluster, each CRD and client, and the way out.
       type: str
       returned: always
+    helm:
+      description:
+        - With O(helm_releases), what was read of the Helm releases (null otherwise) - C(checked) (the Secrets of all
+          namespaces could be listed), C(configmaps_checked) (the same for ConfigMaps), C(note), C(scanned)
+          (revisions read), C(unreadable), C(releases) (per release C(release), C(revision), C(status), C(driver),
+          C(secret) (the Secret or ConfigMap), C(blocked) and C(objects) at removed versions), C(looked_up) (releases
+          the objects name that were read in their own namespace), C(not_checked) (release C(namespace/name) -> why
+          it could not be read, naming the permission; each holds its CRDs back) and C(rewrite) (releases the
+          caller rewrites, O(helm_rewrite)).
+        - Never a release's content.
+      type: dict
+      returned: always
+    helm_words:
+      description: One sentence about the Helm releases, as the role's console and report show it.
+      type: str
+      returned: always
     crds:
       description:
       - Per CRD C(name), C(removed_versions), C(listed), C(writers) (C(manager), C(operation), C(version),
