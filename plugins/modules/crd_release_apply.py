@@ -89,7 +89,7 @@ options:
     type: list
     elements: str
     default: []
-    version_added: 1.3.0
+    version_added: 1.0.0
 seealso:
   - module: kubernetes.core.k8s
   - module: crdops.migration.crd_release_follow

@@ -34,9 +34,9 @@ NOT_CHECKED_HELM = "not checked (Helm release)"
 KINDS = (DECLARES, DECLARES_CLIENT_SIDE, DECLARES_HELM, NOT_CHECKED_HELM, WRITES)
 
 FLUX_NAME, FLUX_NAMESPACE = "kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace"
+FLUX_KUSTOMIZATION, HELM_RELEASE = "Flux Kustomization", "Helm release"
 ARGO_TRACKING, INSTANCE = "argocd.argoproj.io/tracking-id", "app.kubernetes.io/instance"
 HELM_NAME, HELM_NAMESPACE = "meta.helm.sh/release-name", "meta.helm.sh/release-namespace"
-HELM_SOURCE = "Helm release"  # Source.what of a Helm release named by the objects' annotations
 
 
 class Evidence(NamedTuple):
@@ -70,14 +70,14 @@ def sources_of(meta: Mapping[str, Any]) -> List[Source]:
     annotations: Dict[str, Any] = _mapping(meta.get("annotations"))
     out = []
     if labels.get(FLUX_NAME):
-        out.append(Source("Flux Kustomization", "%s/%s" % (labels.get(FLUX_NAMESPACE) or "?", labels[FLUX_NAME])))
+        out.append(Source(FLUX_KUSTOMIZATION, "%s/%s" % (labels.get(FLUX_NAMESPACE) or "?", labels[FLUX_NAME])))
     if annotations.get(ARGO_TRACKING):
         # <application>:<group>/<kind>:<namespace>/<name>; the application is what to edit
         out.append(Source("Argo CD Application", str(annotations[ARGO_TRACKING]).split(":", 1)[0]))
     elif labels.get(INSTANCE) and not annotations.get(HELM_NAME):
         out.append(Source("Argo CD Application (instance label)", str(labels[INSTANCE])))
     if annotations.get(HELM_NAME):
-        out.append(Source(HELM_SOURCE, "%s/%s" % (annotations.get(HELM_NAMESPACE) or "?", annotations[HELM_NAME])))
+        out.append(Source(HELM_RELEASE, "%s/%s" % (annotations.get(HELM_NAMESPACE) or "?", annotations[HELM_NAME])))
     return out
 
 

@@ -32,7 +32,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 from ..ha.apiservers import discover_topology, parse_time, server_now
 from .client_check import metadata_pages
 from .client_evidence import (
-    DECLARES_CLIENT_SIDE, DECLARES_HELM, HELM_SOURCE, NOT_CHECKED_HELM, WRITES, Evidence, Source, leftovers,
+    DECLARES_CLIENT_SIDE, DECLARES_HELM, HELM_RELEASE, NOT_CHECKED_HELM, WRITES, Evidence, Source, leftovers,
     object_evidence, sources_of)
 from ..kube.crd import Crd
 from ..kube.errors import BadInputError, CrdOpsError, at_least
@@ -219,7 +219,7 @@ class CrdWriters:
         sources = sources_of(meta) if found else []
         for evidence in found:
             self._writer(evidence).record(key, evidence.written, sources)
-        helm = [src.ref for src in sources_of(meta) if src.what == HELM_SOURCE]
+        helm = [src.ref for src in sources_of(meta) if src.what == HELM_RELEASE]
         if helm:
             named = self.helm_named.setdefault(helm[0], [])
             if len(named) < MAX_EXAMPLES:
