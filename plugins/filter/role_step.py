@@ -26,6 +26,8 @@ from ansible_collections.crdops.migration.plugins.filter.phases import (
     crd_upgrade_etcd_mismatches, crd_upgrade_etcd_records, crd_upgrade_flipped, crd_upgrade_follow_names,
     crd_upgrade_plan, crd_upgrade_plan_line, crd_upgrade_report_clusters, crd_upgrade_result_crds, crd_upgrade_still_stored,
     crd_upgrade_storage_removed, crd_upgrade_unrecorded)
+from ansible_collections.crdops.migration.plugins.filter.serving import (
+    crd_upgrade_keep_served, crd_upgrade_kept_served, crd_upgrade_unserving)
 from ansible_collections.crdops.migration.plugins.filter.preflight import (
     crd_upgrade_access_checks, crd_upgrade_rejections)
 from ansible_collections.crdops.migration.plugins.filter.storage_diff import (
@@ -65,6 +67,10 @@ STEPS = {
     "leftovers": crd_upgrade_leftovers,
     "held_back_entry": crd_upgrade_held_back_entry,
     "without": crd_upgrade_without,
+    # versions release N stops serving
+    "unserving": crd_upgrade_unserving,
+    "keep_served": crd_upgrade_keep_served,
+    "kept_served": crd_upgrade_kept_served,
     "client_summary": crd_upgrade_client_summary,
     "client_records": crd_upgrade_client_records,
     "managed_fields_managers": crd_upgrade_managed_fields_managers,

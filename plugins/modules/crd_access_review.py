@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r'''
 module: crd_access_review
 short_description: Ask the apiserver whether this identity may do each of a list of verbs (SelfSubjectAccessReview)
-version_added: 1.2.0
+version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
 description:

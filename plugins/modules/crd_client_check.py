@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r'''
 module: crd_client_check
 short_description: Prove that server-side apply clients still work on the objects of CRDs (dry-run)
-version_added: 1.1.0
+version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
 description:
@@ -78,9 +78,15 @@ options:
     description:
       - O(check=writers). Clients accepted to break when the versions go, so that they no longer hold the next
         release back (the result's C(held_back)) - V(true) for every client, V(false) for none, or a list of names,
-        each a field manager (C(argocd-controller)), a source an object names (a Flux Kustomization or a Helm release
-        as C(namespace/name), an Argo CD Application), or V(requests) for the requests counted at a removed version.
+        each a source an object names (a Flux Kustomization or a Helm release as C(namespace/name), an Argo CD
+        Application), a field manager (C(argocd-controller)), or V(requests) for the requests counted at a removed
+        version.
+      - A source covers exactly the objects that name it; a field manager covers only its objects that name no
+        source. A name that accepts nothing is returned in RV(writers.unmatched_accepts).
       - Accepted clients are still listed in C(clients) and O(fail_on_error) does not fail for them.
+      - A Flux C(Apply) entry at a removed version needs no acceptance once the Kustomization its objects name says,
+        in C(status.inventory), that its source declares a version that stays (C(get) on
+        C(kustomizations.kustomize.toolkit.fluxcd.io)); see RV(writers.kustomizations).
     type: raw
     default: false
   helm_releases:
@@ -292,11 +298,29 @@ writers:
       description: One sentence about the Helm releases, as the role's console and report show it.
       type: str
       returned: always
+    kustomizations:
+      description:
+        - The Flux Kustomizations the objects name, asked what their sources declare (C(status.inventory)); each with
+          C(ref) (namespace/name), C(says) (its C(spec.sourceRef), C(spec.path) and C(status.lastAppliedRevision)) and
+          C(not_asked) (why its inventory could not be read, else null).
+      type: list
+      elements: dict
+      returned: always
+    flux_words:
+      description: One sentence on the Kustomizations asked and those not asked, with why.
+      type: str
+      returned: always
+    unmatched_accepts:
+      description: Names in O(accept_clients) that accept no client here (probably a typo, or a source elsewhere).
+      type: list
+      elements: str
+      returned: always
     crds:
       description:
       - Per CRD C(name), C(removed_versions), C(listed), C(writers) (C(manager), C(operation), C(version),
-        C(subresource), C(kind), C(objects), C(last_write), C(examples), C(sources)), C(older_entries) (Update entries
-        at removed versions written before C(since)), C(traffic) (per apiserver C(requests) and C(by_verb) per
+        C(subresource), C(kind), C(objects), C(last_write), C(examples), C(sources), C(source)), C(older_entries)
+        (Update entries at removed versions written before C(since)), C(moved_entries) (Flux C(Apply) entries at
+        removed versions whose Kustomization says the source moved), C(traffic) (per apiserver C(requests) and C(by_verb) per
         version, C(watches), C(measured), C(note)), C(clients) (one sentence each), C(ok), C(readers_checked),
         C(held_back), C(held_back_by) (the clients not accepted) and C(fix).
       - C(kind) is V(declares) for an C(Apply) entry at a removed version, whatever its age (the applier's source
@@ -311,8 +335,10 @@ writers:
 broken_clients:
   description:
     - O(check=writers) only. One record per client that breaks when the versions go, with C(cluster), C(crd),
-      C(version) and C(seen_in). With C(seen_in=managedFields) also C(manager), C(operation), C(objects) and
-      C(last_write); with C(seen_in=metrics) C(apiserver), C(requests), C(by_verb) and C(watches).
+      C(version), C(seen_in), C(held) (V(false) when O(accept_clients) accepts it) and C(stays) (the storage
+      version). With C(seen_in=managedFields) also C(manager), C(operation), C(objects), C(last_write) and
+      C(source) (C(what), C(ref) and C(says) of the first source the objects name, or null); with
+      C(seen_in=metrics) C(apiserver), C(requests), C(by_verb) and C(watches).
   returned: when O(check=writers)
   type: list
   elements: dict

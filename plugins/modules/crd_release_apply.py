@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r'''
 module: crd_release_apply
 short_description: Server-side apply the CRD manifests of a release and wait until each is Established
-version_added: 1.2.0
+version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
 description:
@@ -78,7 +78,7 @@ options:
         current revision and C(create) in its namespace. Release content is never returned or logged.
     type: bool
     default: false
-    version_added: 1.3.0
+    version_added: 1.0.0
   helm_release_names:
     description:
       - With O(rewrite_helm_releases), Helm releases (C(namespace/name)) to read in their own namespace (label

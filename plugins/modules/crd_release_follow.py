@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r'''
 module: crd_release_follow
 short_description: Remove from live CRDs the fields the previous release declared and the applied release does not
-version_added: 1.1.0
+version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
 description:
@@ -102,7 +102,7 @@ crds:
         - Null when nothing was removed or there was no valid record to carry.
       type: str
       returned: always
-      version_added: 1.2.0
+      version_added: 1.0.0
 messages:
   description: One line per CRD saying what was removed, or that nothing was left over.
   returned: always

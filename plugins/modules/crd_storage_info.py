@@ -66,14 +66,14 @@ options:
         re-store's own request sent with C(dryRun=All) (so it needs the C(patch) verb on the custom resources;
         without it the comparison falls back to a GET and says so in RV(crds[].storage_diff.view)).
     type: str
-    version_added: 1.1.0
+    version_added: 1.0.0
   diff_sample:
     description:
       - How many stored objects per CRD (the first keys in etcd's key order) to compare when O(etcd_url)
         is given. V(0) turns the comparison off.
     type: int
     default: 20
-    version_added: 1.1.0
+    version_added: 1.0.0
   diff_release_manifests:
     description:
       - With O(etcd_url), the CRD manifests of release N (the storage flip) before it is applied. For each
@@ -84,15 +84,15 @@ options:
     type: list
     elements: raw
     default: []
-    version_added: 1.3.0
+    version_added: 1.0.0
   nothing_to_do:
     description:
       - CRD names (those a run of the role C(crd_upgrade) selects) - also decide whether the role has nothing to do for
         them on this cluster (RV(nothing_to_do)), so a rerun on a cluster that is done can skip every phase. Read-only.
         Independent of which CRDs are reported in RV(crds) (V(all) included). Empty - not decided.
       - Nothing to do means, for every CRD named - it exists, C(status.storedVersions) is the storage version alone, a
-        migration record of this CRD at that storage version and generation with a proof and no failure (a record
-        written before records named their CRD may be stale by generation), no resume checkpoint, no unfinished
+        migration record of this CRD (its uid) at that storage version and generation with a proof and no failure
+        (a record that names no CRD uid counts as missing), no resume checkpoint, no unfinished
         repair; its pass Lease (in O(lease_namespace)) is not held by a run that still renews it; every apiserver of
         O(apiserver_endpoints) serves the CRD at its storage version; every object lists at the storage version and
         no C(managedFields) entry names a version the CRD does not serve (kubernetes#111937). And for the releases -
@@ -105,7 +105,7 @@ options:
     type: list
     elements: str
     default: []
-    version_added: 1.2.0
+    version_added: 1.0.0
   release_manifests:
     description:
       - With O(nothing_to_do) or O(release_check), the CRD manifests of release N (the storage flip), like
@@ -113,7 +113,7 @@ options:
     type: list
     elements: raw
     default: []
-    version_added: 1.2.0
+    version_added: 1.0.0
   release_check:
     description:
       - For each reported CRD that O(release_manifests) contains, send its forced server-side apply as
@@ -125,7 +125,7 @@ options:
         manager's C(managedFields) entry, whose time the drain before the re-store would take for a storage flip.
     type: bool
     default: false
-    version_added: 1.2.0
+    version_added: 1.0.0
   installed_manifests:
     description:
       - With O(nothing_to_do) and no O(release_manifests), the CRD manifests of the release installed before
@@ -133,20 +133,20 @@ options:
     type: list
     elements: raw
     default: []
-    version_added: 1.2.0
+    version_added: 1.0.0
   field_manager:
     description:
       - With O(nothing_to_do), the field manager that applies O(target_manifests); with O(release_check), the one that
         applies O(release_manifests) (the role's C(crd_upgrade_field_manager)).
     type: str
     default: crdops-migration
-    version_added: 1.2.0
+    version_added: 1.0.0
   page_size:
     description:
       - With O(nothing_to_do), objects per C(LIST) page when every object's metadata is read.
     type: int
     default: 500
-    version_added: 1.2.0
+    version_added: 1.0.0
   lease_namespace:
     description:
       - With O(nothing_to_do), the namespace of the pass Leases C(crdops-pass-<crd>)
@@ -155,7 +155,7 @@ options:
         there; without it the verdict says it could not check.
     type: str
     default: default
-    version_added: 1.2.0
+    version_added: 1.0.0
   apiserver_endpoints:
     description:
       - With O(nothing_to_do), every apiserver of an HA control plane as C(https://host:port) URLs, reached with the
@@ -166,7 +166,7 @@ options:
     type: list
     elements: str
     default: []
-    version_added: 1.2.0
+    version_added: 1.0.0
 seealso:
   - module: kubernetes.core.k8s_info
   - module: crdops.migration.crd_storage_migrate
@@ -220,7 +220,7 @@ crds:
       type: dict
       returned: always
     storage_forecast:
-      version_added: 1.3.0
+      version_added: 1.0.0
       description:
         - With O(diff_release_manifests), for a CRD whose storage version release N moves - what the re-store
           would lose after release N's storage flip, forecast before it from the same sample of stored values -
@@ -245,7 +245,7 @@ crds:
         skipped: {description: Reason -> values not compared., type: dict, returned: when checked}
         unverified: {description: Why release N's webhook could not be asked., type: str, returned: when checked}
     storage_diff:
-      version_added: 1.1.0
+      version_added: 1.0.0
       description:
         - What the re-store at the storage version would change in the sampled stored objects, beyond
           C(apiVersion) and server-set metadata (C(resourceVersion), C(managedFields), C(generation),
@@ -346,7 +346,7 @@ crds:
           (no O(release_check), or O(release_manifests) does not contain this CRD).
       type: bool
       returned: always
-      version_added: 1.2.0
+      version_added: 1.0.0
     release_changes:
       description:
         - With O(release_check), what applying O(release_manifests) would change on this CRD besides
@@ -356,14 +356,14 @@ crds:
       elements: str
       returned: always
       sample: [.spec.versions, .metadata.generation]
-      version_added: 1.2.0
+      version_added: 1.0.0
     stale_managed_fields:
       description: Objects (of the sample) with managedFields entries at versions no longer served.
       type: list
       elements: dict
       returned: when O(managed_fields_sample) > 0
 nothing_to_do:
-  version_added: 1.2.0
+  version_added: 1.0.0
   description: With O(nothing_to_do), the verdict (null without it).
   returned: always
   type: dict
@@ -376,7 +376,7 @@ nothing_to_do:
     objects_listed: {description: Objects whose metadata was read., type: int, returned: always}
     summary: {description: "One line - why there is nothing to do, or the first blockers.", type: str, returned: always}
 check_mode:
-  version_added: 1.2.0
+  version_added: 1.0.0
   description:
     - The task ran in check mode (C(--check) or the task or play keyword C(check_mode), which C(ansible_check_mode)
       does not show).

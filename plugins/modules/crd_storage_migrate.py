@@ -102,7 +102,7 @@ options:
     type: str
     choices: [gentle, max]
     default: gentle
-    version_added: 1.1.0
+    version_added: 1.0.0
   latency_budget:
     description:
       - With O(pace=gentle), how much slower other clients may find the apiserver while the pass writes, as a multiple
@@ -120,7 +120,7 @@ options:
       - What the probe saw is returned in C(probe) of RV(crds[].pace) and shown in the pass's result line.
     type: float
     default: 2.0
-    version_added: 1.3.0
+    version_added: 1.0.0
   apiserver_endpoints:
     description:
       - Every apiserver of an HA control plane, as C(https://host:port) URLs, reached with the same credentials.
@@ -158,7 +158,7 @@ options:
         against O(barrier_timeout) nor against a second run's O(lease_wait). A stop request ends it at once.
     type: float
     default: 65
-    version_added: 1.1.0
+    version_added: 1.0.0
   confirm_passes:
     description:
       - Without O(etcd_url), the most confirming passes after the re-store. Each sends every object a no-op JSON patch
@@ -171,13 +171,13 @@ options:
         refuses such a record unless told otherwise. At most V(10).
     type: int
     default: 3
-    version_added: 1.1.0
+    version_added: 1.0.0
   etcd_url:
     description:
       - Client URL of one etcd member. When given, the proof before the record is a read of every key of the CRD from
         one etcd snapshot, each at the storage version (proof C(etcd-scan)), instead of a confirming pass.
     type: str
-    version_added: 1.1.0
+    version_added: 1.0.0
   barrier_fallback:
     description:
       - What to do when not every alive apiserver can be named and reached directly (most managed clusters
@@ -211,7 +211,7 @@ options:
         RV(crds[].object_count). The role's preflight uses it, so that only the re-store lists every object.
     type: bool
     default: false
-    version_added: 1.1.0
+    version_added: 1.0.0
   max_qps:
     description: Cap on requests per second (token bucket shared by all workers). Unset means no cap.
     type: float
@@ -268,7 +268,7 @@ options:
         release N+1 removes.
     type: list
     elements: str
-    version_added: 1.2.0
+    version_added: 1.0.0
   keep_applier_entries:
     description:
       - Leave C(Apply) entries and kubectl's C(last-applied-configuration) annotation at a version in
@@ -281,7 +281,7 @@ options:
         release N+1, which translate them once that release is going to be applied.
     type: bool
     default: false
-    version_added: 1.3.0
+    version_added: 1.0.0
   keep_written_since:
     description:
       - An RFC 3339 time of the apiserver's clock (the C(server_time) M(crdops.migration.crd_storage_info) returned
@@ -289,7 +289,7 @@ options:
         O(removed_versions), still served, written at or after it - a controller still writing there - so that the check
         before the next release sees it whatever the order of the writes.
     type: str
-    version_added: 1.3.0
+    version_added: 1.0.0
   require_record:
     description:
       - Names of CRDs that must end with a valid migration record. Such a CRD without one gets a full pass (and a record)
@@ -298,7 +298,7 @@ options:
     type: list
     elements: str
     default: []
-    version_added: 1.1.0
+    version_added: 1.0.0
   # --- one pass per CRD at a time (the pass Lease) ---
   lease_namespace:
     description:
@@ -403,26 +403,26 @@ crds:
           managedFields-only pass.
       type: int
       returned: always
-      version_added: 1.1.0
+      version_added: 1.0.0
     object_count:
       description:
         - With O(sample_only), the number of objects of the CRD from the sample's LIST (C(remainingItemCount) plus the
           objects listed; null when the apiserver does not say); null otherwise (see RV(crds[].listed)).
       type: int
       returned: always
-      version_added: 1.1.0
+      version_added: 1.0.0
     sampled:
       description: With O(sample_only), V(true) - RV(crds[].listed) and the plan cover only the first objects.
       type: bool
       returned: always
-      version_added: 1.1.0
+      version_added: 1.0.0
     barrier_revision:
       description:
         - The C(resourceVersion) of a LIST with C(limit=1) of the CRD's objects, read right after the HA barrier passed
           (the etcd revision at that moment); null in check mode and for a managedFields-only pass.
       type: int
       returned: always
-      version_added: 1.1.0
+      version_added: 1.0.0
     not_attempted: {description: Objects not written because the pass stopped., type: int, returned: always}
     throttled: {description: Throttled responses (429/503)., type: int, returned: always}
     relists: {description: Lists restarted after 410 Gone., type: int, returned: always}
@@ -474,7 +474,7 @@ crds:
           earlier pass left a pace in the migration record.
       type: float
       returned: always
-      version_added: 1.1.0
+      version_added: 1.0.0
     managed_fields_rewritten:
       description:
         - C(metadata.managedFields) entries whose C(apiVersion) was another version of the CRD's group, set to the
@@ -495,19 +495,19 @@ crds:
           C(Webhook), O(removed_versions)); manager, operation, subresource and time kept. In check mode, planned.
       type: int
       returned: always
-      version_added: 1.2.0
+      version_added: 1.0.0
     managed_fields_untouched:
       description:
         - Entries at another version left as they are - their version is not in O(removed_versions) (it stays served),
           or conversion C(Webhook) without O(removed_versions). Counted as listed.
       type: int
       returned: always
-      version_added: 1.2.0
+      version_added: 1.0.0
     managed_fields_unmappable:
       description: Entries at a removed version kept as they are because none of their owned paths maps (see RV(crds[].unmappable_entries)).
       type: int
       returned: always
-      version_added: 1.2.0
+      version_added: 1.0.0
     managed_fields_managers:
       description:
         - Per manager, operation, subresource and old version (C(manager), C(operation), C(subresource),
@@ -517,7 +517,7 @@ crds:
       type: list
       elements: dict
       returned: always
-      version_added: 1.2.0
+      version_added: 1.0.0
     managed_fields_ownership_reduced:
       description:
         - The managers whose ownership was reduced (C(manager), C(operation), C(from_version), C(paths_dropped),
@@ -525,7 +525,7 @@ crds:
       type: list
       elements: dict
       returned: always
-      version_added: 1.2.0
+      version_added: 1.0.0
     unmappable_entries:
       description:
         - Entries kept because nothing of them maps, per C(version), C(manager), C(operation), C(subresource) - the
@@ -534,13 +534,13 @@ crds:
       type: list
       elements: dict
       returned: always
-      version_added: 1.2.0
+      version_added: 1.0.0
     versions_not_removable:
       description: The versions of RV(crds[].unmappable_entries) - a release that removes one of them must not be applied.
       type: list
       elements: str
       returned: always
-      version_added: 1.2.0
+      version_added: 1.0.0
     last_applied_translated:
       description:
         - Objects whose C(kubectl.kubernetes.io/last-applied-configuration) annotation, applied at a removed version
@@ -549,7 +549,7 @@ crds:
           the field manager owning the annotation, which keeps it. In check mode, planned.
       type: int
       returned: always
-      version_added: 1.2.0
+      version_added: 1.0.0
     last_applied:
       description:
         - Per owning C(manager) and C(from_version) - annotations C(translated) and C(kept) as they are (C(why_kept),
@@ -559,7 +559,7 @@ crds:
       type: list
       elements: dict
       returned: always
-      version_added: 1.2.0
+      version_added: 1.0.0
     field_mappings:
       description:
         - Conversion C(Webhook) with O(removed_versions) - per old version, how its field paths map to the storage
@@ -571,7 +571,7 @@ crds:
       type: list
       elements: dict
       returned: always
-      version_added: 1.2.0
+      version_added: 1.0.0
     objects_with_stale_managed_fields:
       description: Objects listed with such entries (written with the fix, or in check mode, planned).
       type: int
@@ -602,7 +602,7 @@ crds:
       returned: always
       sample: {mode: gentle, final_limit: 3, min_limit: 1, max_limit_reached: 5, workers: 8, baseline_ms: 2.4,
                latency_ms: 3.1, backoffs: 7, throttle_backoffs: 0, windows: 120, probes: 4, peak_in_flight: 5}
-      version_added: 1.1.0
+      version_added: 1.0.0
     event_errors:
       description: Kubernetes Events about the pass that could not be posted on the CRD (never a failure).
       type: list
@@ -626,7 +626,7 @@ crds:
           null in check mode and for a managedFields-only pass.
       type: dict
       returned: when a pass ran
-      version_added: 1.1.0
+      version_added: 1.0.0
     proof:
       description:
         - The proof behind the record - C(kind) (V(etcd-scan), V(confirming-pass)), C(ok), C(reason) (why no record,
@@ -637,7 +637,7 @@ crds:
           C(etcd). Null when no proof ran (check mode, O(confirm_passes=0), an incomplete pass).
       type: dict
       returned: always
-      version_added: 1.1.0
+      version_added: 1.0.0
 barrier:
   description: How the HA barrier was planned before the first write, or null when no CRD needed a pass.
   returned: always

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r'''
 module: crd_storage_repair
 short_description: Make a CRD's objects readable again after a version they are stored at was removed
-version_added: 1.1.0
+version_added: 1.0.0
 author:
   - crdops.migration contributors (@crdops)
 requirements:
@@ -88,7 +88,7 @@ options:
     type: str
     choices: [gentle, max]
     default: gentle
-    version_added: 1.1.0
+    version_added: 1.0.0
   max_qps:
     description: Cap on requests per second. Unset - no cap.
     type: float
@@ -108,12 +108,12 @@ options:
         not compare, stop the repair unless O(accept_pruning). V(0) turns the comparison off (reported).
     type: int
     default: 20
-    version_added: 1.1.0
+    version_added: 1.0.0
   accept_pruning:
     description: Re-store even when the storage diff shows stored fields the re-store deletes for good.
     type: bool
     default: false
-    version_added: 1.1.0
+    version_added: 1.0.0
   lease_namespace:
     description:
       - Namespace of the pass Lease C(crdops-pass-<crd>) the repair holds from its first CRD edit to its last, the
@@ -121,12 +121,12 @@ options:
         repair of the same CRD.
     type: str
     default: default
-    version_added: 1.1.0
+    version_added: 1.0.0
   lease_wait:
     description: Seconds to wait for a pass Lease held by another run before failing with its holder.
     type: float
     default: 60
-    version_added: 1.1.0
+    version_added: 1.0.0
 seealso:
   - module: crdops.migration.crd_storage_migrate
   - module: crdops.migration.crd_stored_versions_trim

@@ -50,7 +50,7 @@ options:
       - The record's proof is returned as C(proof) in RV(crds[].migration_record).
     type: bool
     default: false
-    version_added: 1.1.0
+    version_added: 1.0.0
   accept_settle_fallback:
     description:
       - Trim on a valid record whose pass began after the HA barrier's settle fallback
@@ -61,7 +61,7 @@ options:
       - The record's barrier mode is returned as C(barrierMode) in RV(crds[].migration_record).
     type: bool
     default: false
-    version_added: 1.3.0
+    version_added: 1.0.0
 seealso:
   - module: crdops.migration.crd_storage_migrate
   - module: crdops.migration.crd_storage_info

@@ -33,6 +33,7 @@ class FluxResult(ClientResult):
     changed: int = 0
     error: str = ""
     stderr: str = ""
+    inventory: list[dict] = field(default_factory=list)  # kustomize-controller's status.inventory.entries
 
     @property
     def ok(self) -> bool:
@@ -55,11 +56,16 @@ class Flux:
         self.field_manager = field_manager
         self.timeout = timeout
 
-    def apply(self, objects: Iterable[dict]) -> FluxResult:
+    def apply(self, objects: Iterable[dict], kustomization: str | None = None) -> FluxResult:
+        """One reconcile of ``objects``, labelled with ``kustomization`` (namespace/name) as kustomize-controller
+        labels them (the binary's default Kustomization when None)."""
         path = write_manifests(objects)
         try:
             argv = [str(self.binary), "flux-apply", "--kubeconfig", self.kubeconfig, "--file", str(path),
                     "--field-manager", self.field_manager]
+            if kustomization:
+                namespace, name = kustomization.split("/", 1)
+                argv += ["--owner-namespace", namespace, "--owner-name", name]
             if self.context:
                 argv += ["--context", self.context]
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout, check=False)
@@ -70,4 +76,4 @@ class Flux:
         except ValueError:
             return FluxResult(proc.returncode, error=proc.stdout.strip() or "no output", stderr=proc.stderr)
         return FluxResult(proc.returncode, out.get("objects") or [], out.get("applied", 0), out.get("changed", 0),
-                          out.get("error", ""), proc.stderr)
+                          out.get("error", ""), proc.stderr, out.get("inventory") or [])

@@ -86,7 +86,7 @@ def pytest_sessionstart(session):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """tools/test.sh sets CRDOPS_WRITE_DOCS=1: a green full run regenerates docs/reliability.md."""
+    """`make docs-reliability` sets CRDOPS_WRITE_DOCS=1: a green full run regenerates docs/reliability.md."""
     from tests.integration import reliability
     if os.environ.get("CRDOPS_WRITE_DOCS") == "1" and exitstatus == 0 and reliability.ROWS_FILE.exists():
         reliability.render(reliability.ROWS_FILE, Path(__file__).resolve().parents[2] / "docs" / "reliability.md")

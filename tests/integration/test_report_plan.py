@@ -144,6 +144,13 @@ def test_check_mode_report_is_a_plan_to_approve(fleet):
     assert seen and {b["version"] for b in seen} == {"v1alpha1"} and len(crd["writers"]) == len(seen), plan["blocked"]
     assert any(b["why"].startswith("a client still uses it: ") and f"on {OBJECTS} objects" in b["why"] for b in seen)
     assert plan["estimate_s"] is not None and plan["estimate_basis"].startswith("dry-run sample "), plan
+    # the plan's table of what would hold release N+1 back: that client, by its field manager (its objects name no
+    # source), the last holder on dirty, with its fix; in the JSON, the Markdown, the HTML and on the console
+    holders = [r for r in report["holders"]["rows"] if r["what"] == "field manager"]
+    assert [(r["clusters"], r["last_holder_on"], r["objects"]) for r in holders] == [(["dirty"], ["dirty"], OBJECTS)], \
+        report["holders"]
+    assert holders[0]["crds"] == [{"crd": dirty.crd_name, "versions": ["v1alpha1"], "stays": holders[0]["crds"][0]["stays"]}]
+    assert holders[0]["fix"].startswith(f"the controller or operator writing as {holders[0]['ref']} must move to ")
     # the etcd scan is judged against v1beta1: 6 keys still at v1alpha1 are not "all at storage version"
     assert crd["etcd"] == {"key_count": OBJECTS, "counts": {dirty.old(): OBJECTS}, "want": dirty.new(), "at_want": 0,
                            "ok": False}
@@ -153,6 +160,10 @@ def test_check_mode_report_is_a_plan_to_approve(fleet):
     md = (fleet["audit_folder"] / "fleet-report.md").read_text()
     assert f"etcd 0/{OBJECTS} keys at {dirty.new()} (not all)" in md and "all at storage version" not in md
     assert "| clean | nothing to do | nothing to do |" in md
+    assert f"| {holders[0]['cells'][0]} | field manager {holders[0]['ref']} | " in md
+    assert md.index("## What holds release N+1 back (") < md.index("## Clusters (3)")
+    assert '<h2 id="holders">What holds release N+1 back (' in (fleet["audit_folder"] / "fleet-report.html").read_text()
+    assert f"HOLDS release N+1 BACK {holders[0]['line']}" in " ".join(proc.stdout.split()), proc.stdout[-3000:]
     # the console: the plan per cluster up front, and nothing was written (etcd unchanged)
     assert f"PLAN dirty: 1 CRD(s) change ({dirty.crd_name}), {OBJECTS} objects to re-store" in proc.stdout
     # following release N+1 would remove the short name release N declares and N+1 does not: in the plan (console,
@@ -214,6 +225,7 @@ def test_upgrade_report_and_console_say_what_was_done(fleet):
     assert scan_storage(fleet["etcd_url"], dirty.group, dirty.plural).counts == {dirty.new(): OBJECTS}
     clusters = _by_name(_report(fleet["upgrade_folder"]))
     assert clusters["dirty"]["status"] == "ok" and clusters["clean"]["status"] == "ok"
+    assert _report(fleet["upgrade_folder"])["holders"]["rows"] == []   # nothing holds release N+1 back any more
     (crd,) = clusters["dirty"]["crds"]
     assert (crd["rewritten"], crd["stored_after"], crd["upgraded"], crd["proof"]["record_valid"]) == (
         OBJECTS, ["v1beta1"], True, True)

@@ -11,7 +11,12 @@ annotation), some by client-side `kubectl apply`, some POSTed, some installed by
 1. the sources still say v1alpha1: the re-store, its proof and the trim are done, release N+1 is held back (status
    `held back`, rc 0) naming every applier, the Helm release and their sources with the version; each applier's
    unchanged v1alpha1 re-apply and `helm upgrade` of the same chart still work;
-2. every source moves to v1beta1 (the same content in v1beta1's names), then the rerun applies N+1.
+2. every source but one moves to v1beta1 (the same content in v1beta1's names). Flux's objects come from two
+   Kustomizations (the real CRD from kustomize-controller's module, each with the inventory kustomize-controller
+   writes from its apply's change set): `apps` moves by its apiVersion line only, which Flux does not even send
+   (no drift), `legacy` does not move. The rerun, with `apps` accepted as the old fix text said, still holds N+1
+   back, naming `legacy` only, and warns that accepting `apps` accepts nothing: its inventory says v1beta1;
+3. `legacy` moves too, and the next run applies N+1 with nothing accepted.
 
 Then every client re-applies at v1beta1 with one value changed and one optional field removed, and: every client
 applies without force; the changed values land; the dropped field is pruned for every client (for client-side
@@ -31,7 +36,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.clients import Flux, Helm, Kubectl, write_chart
+from tests.clients import Flux, FluxResult, Helm, Kubectl, Kustomizations, kustomization_crd, write_chart
 from tests.controlplane import etcd_reader
 from tests.controlplane.kube import make_crd, objects_path
 from tests.controlplane.webhook import WebhookServer, conversion_spec, widget_schemas
@@ -46,9 +51,9 @@ TOTAL = sum(COUNTS.values())
 OWNER = {"flux": "kustomize-controller", "argo": "argocd-controller", "csa": "kubectl-client-side-apply",
          "post": "poster", "helm": "helm"}
 APPLY_CLIENTS = ("flux", "argo")  # the clients that own fields as an Apply manager
-# the Kustomization the Flux client labels its objects with (as kustomize-controller does), and the Argo CD
-# Application named in the tracking annotation: the sources to edit
-KUSTOMIZATION = "flux-system/crdops-test"
+# the Kustomizations the Flux client labels its objects with (as kustomize-controller does; one pair per column),
+# the objects each applies, and the Argo CD Application named in the tracking annotation: the sources to edit
+FLUX_SHARE = {"apps": 5, "legacy": 3}
 ARGO_APP = "shop"
 RELEASE_PREFIX = "app-"  # one Helm release per column
 
@@ -133,6 +138,10 @@ class Column:
     def release(self) -> str:
         return RELEASE_PREFIX + self.name.lower()
 
+    def kustomization(self, which: str) -> str:
+        """The Kustomization ``which`` (apps, legacy) of this column's Flux objects, as namespace/name."""
+        return f"flux-system/{which}-{self.name.lower()}"
+
 
 class NoneColumn(Column):
     """conversion None: v1alpha1 and v1beta1 have the same fields."""
@@ -210,13 +219,40 @@ class Clients:
     flux: Flux
     helm: Helm
     charts: Path
+    kustomizations: Kustomizations
 
 
-def apply_sources(kube, clients: Clients, col: Column, version: str, spec_of, first: bool = False) -> list[str]:
-    """Every source applies its manifests at ``version`` (the POSTing client only creates); what failed."""
+def reconcile_flux(clients: Clients, col: Column, docs: list[dict], revision: str) -> FluxResult:
+    """Each Kustomization of the column applies its share of ``docs``, and its status then says what
+    kustomize-controller writes after that reconcile (the inventory of the apply's change set); one result."""
+    results, start = [], 0
+    for which, count in FLUX_SHARE.items():
+        ref = col.kustomization(which)
+        res = clients.flux.apply(docs[start:start + count], kustomization=ref)
+        start += count
+        if res.ok:
+            clients.kustomizations.reconciled(ref, res.inventory, revision)
+        results.append(res)
+    return FluxResult(max(r.returncode for r in results), [o for r in results for o in r.objects],
+                      sum(r.applied for r in results), sum(r.changed for r in results),
+                      "; ".join(r.error for r in results if r.error), "".join(r.stderr for r in results),
+                      [e for r in results for e in r.inventory])
+
+
+def revision(version: str) -> str:
+    return f"main@sha1:{version.encode().hex():0<40}"
+
+
+def apply_sources(kube, clients: Clients, col: Column, version: str, spec_of, first: bool = False,
+                  legacy: tuple | None = None) -> list[str]:
+    """Every source applies its manifests at ``version`` (the POSTing client only creates); what failed.
+    ``legacy``: (version, spec_of) that the legacy Kustomization's source still says instead."""
     docs = manifests_at(col, version, spec_of)
+    if legacy is not None:
+        old = manifests_at(col, legacy[0], legacy[1])["flux"]
+        docs["flux"] = docs["flux"][:FLUX_SHARE["apps"]] + old[FLUX_SHARE["apps"]:]
     problems = []
-    res = clients.flux.apply(docs["flux"])
+    res = reconcile_flux(clients, col, docs["flux"], revision(version))
     if not res.ok:
         problems.append(f"flux at {version}: {res.error}")
     for client, kw in (("argo", dict(server_side=True, field_manager=OWNER["argo"])), ("csa", {})):
@@ -258,7 +294,7 @@ def run_role(cluster, tmp_path: Path, cols: list[Column], **host_vars):
 def reapply_after(kube, clients: Clients, col: Column) -> dict[str, object]:
     """Every client writes its changed manifest at v1beta1, none forced (Flux applies as Flux always does)."""
     docs = manifests_at(col, "v1beta1", col.after)
-    flux_res = clients.flux.apply(docs["flux"])
+    flux_res = reconcile_flux(clients, col, docs["flux"], revision("after"))
     argo = clients.kubectl.apply(docs["argo"], server_side=True, field_manager=OWNER["argo"])
     csa = clients.kubectl.apply(docs["csa"])
     for i, name in enumerate(object_names("post")):
@@ -293,11 +329,13 @@ class FirstRun:
 @pytest.fixture(scope="module")
 def upgraded(cluster, kube, tmp_path_factory):
     """The columns, seeded by the real clients at v1alpha1; a role run while the sources still say v1alpha1;
-    every source moved to v1beta1; the rerun."""
+    every source but the legacy Kustomizations moved to v1beta1 and a rerun (accepting the moved ones by name);
+    the legacy ones moved too, and a third run with nothing accepted."""
     tmp = tmp_path_factory.mktemp("real-clients")
     context = cluster.contexts()[0]
+    kube.apply_crd(kustomization_crd())
     clients = Clients(Kubectl(cluster.kubeconfig, context), Flux(cluster.kubeconfig, context),
-                      Helm(cluster.kubeconfig, context), tmp / "charts")
+                      Helm(cluster.kubeconfig, context), tmp / "charts", Kustomizations(kube))
     kube.ensure_namespace(NS)
     webhook = WebhookServer(cluster.pki, tmp / "webhook").start()
     suffix = uuid.uuid4().hex[:6]
@@ -307,6 +345,8 @@ def upgraded(cluster, kube, tmp_path_factory):
     }
     for col in cols.values():
         kube.apply_crd(col.crd("v1alpha1", ("v1alpha1",)))
+        for which in FLUX_SHARE:
+            clients.kustomizations.create(col.kustomization(which), f"./{which}")
         problems = apply_sources(kube, clients, col, "v1alpha1", col.before, first=True)
         assert not problems, problems
     _proc, result = run_role(cluster, tmp / "first", list(cols.values()))
@@ -318,16 +358,51 @@ def upgraded(cluster, kube, tmp_path_factory):
         first.etcd[col.crd_name] = dict(etcd_reader.scan_storage(cluster.etcd_url, col.group, col.plural).counts)
         # the sources as they are, unchanged: still working while release N+1 is held back
         first.reapply_problems[col.name] = apply_sources(kube, clients, col, "v1alpha1", col.before)
-        # then each moves: the same content, in v1beta1's names
-        moved = apply_sources(kube, clients, col, "v1beta1", col.moved)
+        # then each moves but legacy: the same content, in v1beta1's names (Flux sends nothing for it: no drift)
+        moved = apply_sources(kube, clients, col, "v1beta1", col.moved, legacy=("v1alpha1", col.before))
         assert not moved, moved
-    # Flux applies only on drift: the same content at v1beta1 is no drift, so kustomize-controller's Apply entry
-    # stays at v1alpha1 although its source moved. Its Kustomization is accepted by name; every other client's
-    # evidence is gone by itself (kubectl and Helm write on every apply)
-    proc, second = run_role(cluster, tmp / "second", list(cols.values()),
-                            crd_upgrade_accept_broken_clients=[KUSTOMIZATION])
-    yield cols, clients, proc, first, second
+    # accepting the moved Kustomizations by name, as the old fix text said, must not let legacy's objects through
+    accepted = [c.kustomization("apps") for c in cols.values()]
+    proc, second = run_role(cluster, tmp / "second", list(cols.values()), crd_upgrade_accept_broken_clients=accepted)
+    rerun = Rerun(proc.stdout, second, {c.crd_name: [v["name"] for v in kube.get_crd(c.crd_name)["spec"]["versions"]]
+                                        for c in cols.values()})
+    for col in cols.values():
+        assert not apply_sources(kube, clients, col, "v1beta1", col.moved)
+    proc, third = run_role(cluster, tmp / "third", list(cols.values()))
+    yield cols, clients, proc, first, rerun, third
     webhook.stop()
+
+
+@dataclass
+class Rerun:
+    """The run after every source but the legacy Kustomizations moved."""
+    stdout: str
+    result: dict
+    versions: dict[str, list[str]]
+
+
+def check_rerun(rerun: Rerun, col: Column) -> list[str]:
+    """Release N+1 still held back for this CRD, naming the legacy Kustomization only (with what its controller
+    says), every other client's evidence gone, and the accepted moved one said to accept nothing."""
+    problems = []
+    if rerun.result["status"] != "held back" or rerun.versions[col.crd_name] != ["v1alpha1", "v1beta1"]:
+        problems.append(f"rerun: status {rerun.result['status']}, versions {rerun.versions[col.crd_name]}: "
+                        f"release N+1 applied while {col.kustomization('legacy')} declares v1alpha1")
+    held = [h for h in rerun.result["held_back"] if h["crd"] == col.crd_name]
+    said = " ".join(held[0]["clients"]) if held else ""
+    legacy = (f"applier {OWNER['flux']} (declares at v1alpha1) on {FLUX_SHARE['legacy']} objects",
+              f"source: Flux Kustomization {col.kustomization('legacy')} (GitRepository flux-system/repo, path "
+              f"./legacy, revision {revision('v1beta1')})")
+    for words in legacy:
+        if words not in said:
+            problems.append(f"rerun: the held-back clients do not say {words!r}: {said}")
+    for gone in (col.kustomization("apps"), OWNER["argo"], OWNER["csa"], col.release):
+        if gone in said:
+            problems.append(f"rerun: {gone} moved but is still named: {said}")
+    warned = [line for line in rerun.stdout.splitlines() if "accept no client of a removed version" in line]
+    if not any(col.kustomization("apps") in line for line in warned):
+        problems.append(f"rerun: no warning that accepting {col.kustomization('apps')} accepts nothing: {warned}")
+    return problems
 
 
 def kubectl_errors(stderr: str) -> str:
@@ -432,8 +507,11 @@ def check_first_run(first: FirstRun, col: Column) -> list[str]:
         problems.append(f"first run: storedVersions {first.stored[col.crd_name]}, etcd {first.etcd[col.crd_name]}")
     held = [h for h in first.result["held_back"] if h["crd"] == col.crd_name]
     said = " ".join(held[0]["clients"]) if held else ""
-    for words in (f"applier {OWNER['flux']} (declares at v1alpha1) on {COUNTS['flux']} objects",
-                  f"source: Flux Kustomization {KUSTOMIZATION}",
+    for words in (f"applier {OWNER['flux']} (declares at v1alpha1) on {FLUX_SHARE['apps']} objects",
+                  f"applier {OWNER['flux']} (declares at v1alpha1) on {FLUX_SHARE['legacy']} objects",
+                  f"source: Flux Kustomization {col.kustomization('apps')} (GitRepository flux-system/repo, "
+                  f"path ./apps, revision {revision('v1alpha1')})",
+                  f"source: Flux Kustomization {col.kustomization('legacy')}",
                   f"applier {OWNER['argo']} (declares at v1alpha1) on {COUNTS['argo']} objects",
                   f"Argo CD Application {ARGO_APP}",
                   f"applier {OWNER['csa']} (declares (client-side apply) at v1alpha1) on {COUNTS['csa']} objects",
@@ -449,13 +527,13 @@ def check_first_run(first: FirstRun, col: Column) -> list[str]:
 
 @pytest.mark.parametrize("conversion", ["None", "Webhook"])
 def test_real_clients_after_the_role(cluster, kube, upgraded, conversion):
-    cols, clients, proc, first, second = upgraded
+    cols, clients, proc, first, rerun, third = upgraded
     col = cols[conversion]
-    problems = check_first_run(first, col)
-    still = sorted(set(c.get("manager") for c in second["broken_clients"] if c.get("crd") == col.crd_name))
-    if second["status"] != "ok" or still != [OWNER["flux"]]:
-        problems.append(f"rerun after the move: status {second['status']}, clients still seen {still} "
-                        f"(only the accepted, in-sync Flux expected)")
+    problems = check_first_run(first, col) + check_rerun(rerun, col)
+    still = [c for c in third["broken_clients"] if c.get("crd") == col.crd_name]
+    if third["status"] != "ok" or still:
+        problems.append(f"run after legacy moved, nothing accepted: status {third['status']}, clients still seen "
+                        f"{still}")
     crd = kube.get_crd(col.crd_name)
     assert [v["name"] for v in crd["spec"]["versions"]] == ["v1beta1"], (problems, proc.stdout[-3000:])
     assert crd["status"]["storedVersions"] == ["v1beta1"]
@@ -476,7 +554,8 @@ def test_real_clients_after_the_role(cluster, kube, upgraded, conversion):
     scan = etcd_reader.scan_storage(cluster.etcd_url, col.group, col.plural)
     assert scan.total == TOTAL and dict(scan.counts) == {f"{col.group}/v1beta1": TOTAL}
     reliability.record(f"real clients (Flux ssa, kubectl, Helm) across the role, conversion {conversion}",
-                       f"sources at v1alpha1: release N+1 held back naming each, their re-applies work; moved: "
+                       f"sources at v1alpha1: release N+1 held back naming each, their re-applies work; all but one "
+                       f"Kustomization moved: held back naming that one only, by its inventory; all moved: "
                        f"every client re-applies at v1beta1 without force; pruned; conflicts name the owner; "
                        f"no before-first-apply; no-op re-apply on {TOTAL} of {TOTAL}",
                        TOTAL, scan.total, True)

@@ -37,6 +37,15 @@ type fluxResult struct {
 	Applied      int         `json:"applied"`
 	Changed      int         `json:"changed"`
 	Error        string      `json:"error,omitempty"`
+	// Inventory is what kustomize-controller writes to the Kustomization's status.inventory.entries after
+	// this apply (internal/inventory/inventory.go, AddChangeSet): unchanged objects included.
+	Inventory []inventoryRef `json:"inventory"`
+}
+
+// inventoryRef is kustomize-controller's ResourceRef: the object's ObjMetadata string and its applied version.
+type inventoryRef struct {
+	ID      string `json:"id"`
+	Version string `json:"v"`
 }
 
 type fluxEntry struct {
@@ -78,7 +87,7 @@ func runFluxApply(argv []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	result := fluxResult{FieldManager: a.fieldManager, Objects: []fluxEntry{}}
+	result := fluxResult{FieldManager: a.fieldManager, Objects: []fluxEntry{}, Inventory: []inventoryRef{}}
 	changeSet, err := fluxApply(a)
 	if changeSet != nil {
 		for _, e := range changeSet.Entries {
@@ -87,6 +96,7 @@ func runFluxApply(argv []string) int {
 				Subject: e.Subject, Version: e.GroupVersion, Kind: e.ObjMetadata.GroupKind.Kind,
 				Namespace: e.ObjMetadata.Namespace, Name: e.ObjMetadata.Name, Action: string(e.Action), Changed: changed,
 			})
+			result.Inventory = append(result.Inventory, inventoryRef{ID: e.ObjMetadata.String(), Version: e.GroupVersion})
 			result.Applied++
 			if changed {
 				result.Changed++

@@ -15,14 +15,13 @@ balancer that answers for an unknown member, so it counts as an apiserver only w
 
 from __future__ import annotations
 
-import email.utils
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 from urllib.parse import urlsplit
 
 from .barrier import BarrierPlan
+from .server_clock import parse_time, server_now
 from ..kube.errors import BadInputError, CrdOpsError, RefusalError
 from ..kube.transport import JSON, Transport
 
@@ -32,33 +31,6 @@ SLICES = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices"
 SLICE_SELECTOR = "kubernetes.io/service-name=kubernetes"
 FRESH_WITHIN_S = 60.0  # renewals come every ~10 s; a minute tolerates a slow or briefly blocked apiserver
 LEASE_APPEAR_S = 15.0  # a control plane seconds old may not have written its first identity Lease yet
-
-
-def parse_time(value: Any) -> Optional[float]:
-    """Seconds since the epoch of a Kubernetes Time/MicroTime (``2026-12-01T04:33:14.123456Z``)."""
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.strip().replace("Z", "+00:00")
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        try:  # Python < 3.11 accepts at most 6 fractional digits; the API never sends more
-            parsed = datetime.strptime(value.strip()[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
-        except ValueError:
-            return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.timestamp()
-
-
-def server_now(date_header: Optional[str], fallback: Callable[[], float] = time.time) -> float:
-    """The apiserver's clock (HTTP ``Date``), so that a skewed local clock cannot age or rejuvenate Leases."""
-    if date_header:
-        try:
-            return email.utils.parsedate_to_datetime(date_header).timestamp()
-        except (TypeError, ValueError):
-            pass
-    return fallback()
 
 
 @dataclass

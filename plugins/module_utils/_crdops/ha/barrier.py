@@ -28,6 +28,7 @@ from ..kube.crd import Crd
 from ..kube.errors import CrdOpsError, OutcomeError, RefusalError
 from ..kube.stop import StopSignal
 from ..kube.transport import JSON, Transport
+from .server_clock import server_now
 
 POLL_EVERY_S = 0.5
 
@@ -116,7 +117,6 @@ def reported_storage_version(transport: Transport, crd: Crd,
 def poll_once(transports: Mapping[str, Transport], crd: Crd, result: BarrierResult,
               wall: Callable[[], float] = time.time) -> List[str]:
     """One round over every target; returns the ones that do not (yet) report the storage version."""
-    from .apiservers import server_now  # apiservers.py imports this module
 
     lagging: List[str] = []
     for endpoint, transport in transports.items():

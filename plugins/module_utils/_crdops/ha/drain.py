@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
-from .apiservers import parse_time, server_now
+from .server_clock import parse_time, server_now
 from .barrier import BarrierResult
 from ..kube.crd import crd_path
 from ..kube.errors import BadInputError, OutcomeError

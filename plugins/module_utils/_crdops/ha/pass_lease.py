@@ -31,7 +31,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, Optional
 
-from .apiservers import parse_time, server_now
+from .server_clock import parse_time, server_now
 from ..kube.errors import CrdOpsError, OutcomeError
 from ..kube.stop import StopSignal
 from ..kube.transport import JSON, ApiResponse, Transport, dumps, error_from_response

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, FrozenSet, List, NamedTuple, Optional, Tuple
 
-from ..ha.apiservers import parse_time
+from ..ha.server_clock import parse_time
 from ..kube.crd_schema import ANY_NODE
 from .field_mapping import FieldMapping, readable, walk_members
 from .last_applied import LAST_APPLIED, POINTER, LastAppliedFix, applied_version, fix_last_applied

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Tuple
 
-from ..ha.apiservers import parse_time
+from ..ha.server_clock import parse_time
 from ..ownership.last_applied import LAST_APPLIED, annotation_owner, applied_version
 
 DECLARES = "declares"  # an Apply entry: the applier's source still says the version
@@ -51,13 +51,18 @@ class Evidence(NamedTuple):
 
 
 class Source(NamedTuple):
-    """The thing to edit so that the client moves: ``what`` (Flux Kustomization, ...) and its ``ref``."""
+    """The thing to edit so that the client moves: ``what`` (Flux Kustomization, ...), its ``ref``, and what its
+    own controller says of it (``says``: where its source is, or why it was not asked; "" when nobody was)."""
 
     what: str
     ref: str
+    says: str = ""
 
     def __str__(self) -> str:
-        return "%s %s" % (self.what, self.ref)
+        return "%s %s%s" % (self.what, self.ref, " (%s)" % self.says if self.says else "")
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"what": self.what, "ref": self.ref, "says": self.says or None}
 
 
 def _mapping(value: Any) -> Dict[str, Any]:

@@ -27,13 +27,15 @@ import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
-from ..ha.apiservers import discover_topology, parse_time, server_now
+from ..ha.apiservers import discover_topology
+from ..ha.server_clock import parse_time, server_now
 from .client_check import metadata_pages
 from .client_evidence import (
-    DECLARES_CLIENT_SIDE, DECLARES_HELM, HELM_RELEASE, NOT_CHECKED_HELM, WRITES, Evidence, Source, leftovers,
-    object_evidence, sources_of)
+    DECLARES, DECLARES_CLIENT_SIDE, DECLARES_HELM, FLUX_KUSTOMIZATION, HELM_RELEASE, NOT_CHECKED_HELM, WRITES,
+    Evidence, Source, leftovers, object_evidence, sources_of)
+from .flux_inventory import FLUX_MANAGER, FluxInventories, Kustomization
 from ..kube.crd import Crd
 from ..kube.errors import BadInputError, CrdOpsError, at_least
 from .helm_releases import HelmRelease, HelmScan, look_up_releases, scan_helm_releases
@@ -154,8 +156,9 @@ def traffic_of(url: str, before: MetricsRead, after: MetricsRead, crd: Crd, vers
 # -- managedFields and last-applied --------------------------------------------------------------------------
 @dataclass
 class Writer:
-    """One client of a removed version: an applier whose source declares it (at any age), or a manager that wrote
-    at it since ``since``."""
+    """One client of a removed version, per source: an applier whose source declares it (at any age), or a
+    manager that wrote at it since ``since``. Objects naming other sources make other writers, so that accepting
+    a source accepts exactly the objects that name it."""
 
     manager: str
     operation: str
@@ -165,29 +168,28 @@ class Writer:
     objects: int = 0
     last_write: float = 0.0
     examples: List[str] = field(default_factory=list)
-    sources: List[str] = field(default_factory=list)  # "Flux Kustomization flux-system/apps", ... (at most a few)
+    sources: List[str] = field(default_factory=list)  # "Flux Kustomization flux-system/apps (...)", one per ref
     refs: List[str] = field(default_factory=list)  # the sources' references ("flux-system/apps"), for accept_clients
+    source_records: List[Dict[str, Any]] = field(default_factory=list)  # Source.to_dict() of each source
 
     @property
     def names(self) -> List[str]:
-        """What ``accept_clients`` may name to accept this client: its manager, or a source's reference."""
-        return [self.manager] + self.refs
+        """What ``accept_clients`` names to accept this client: one of the sources its objects name, or, when they
+        name none, its manager. A manager's name never covers objects that name a source."""
+        return list(self.refs) if self.refs else [self.manager]
 
     def to_dict(self) -> Dict[str, Any]:
         return {"manager": self.manager, "operation": self.operation, "version": self.version,
                 "subresource": self.subresource, "kind": self.kind, "objects": self.objects,
                 "last_write": iso(self.last_write) if self.last_write else None, "examples": list(self.examples),
-                "sources": list(self.sources)}
+                "sources": list(self.sources),
+                "source": dict(self.source_records[0]) if self.source_records else None}
 
-    def record(self, key: str, written: float, sources: List[Source]) -> None:
+    def record(self, key: str, written: float) -> None:
         self.objects += 1
         self.last_write = max(self.last_write, written)
         if len(self.examples) < MAX_EXAMPLES:
             self.examples.append(key)
-        for source in sources:
-            if str(source) not in self.sources and len(self.sources) < MAX_EXAMPLES:
-                self.sources.append(str(source))
-                self.refs.append(source.ref)
 
     def sentence(self) -> str:
         head = "%s %s (%s at %s%s)" % ("applier" if self.kind != WRITES else "manager", self.manager,
@@ -196,6 +198,16 @@ class Writer:
         when = "last write %s" % iso(self.last_write) if self.last_write else "last write unknown"
         where = "; source: %s" % ", ".join(self.sources) if self.sources else ""
         return "%s on %d objects, %s (e.g. %s)%s" % (head, self.objects, when, ", ".join(self.examples[:3]), where)
+
+
+class _FluxPending(NamedTuple):
+    """An object whose Flux Apply entry waits for its Kustomization's inventory to say whether its source moved."""
+
+    key: str
+    namespace: str
+    name: str
+    found: List[Evidence]
+    sources: List[Source]
 
 
 @dataclass
@@ -208,8 +220,12 @@ class CrdWriters:
     older_entries: int = 0  # Update entries at removed versions written before ``since``: the managedFields passes fix them
     traffic: List[Traffic] = field(default_factory=list)
     storage_version: str = ""
-    # Helm release "namespace/name" -> example object keys, from the objects' meta.helm.sh/release-* annotations
-    helm_named: Dict[str, List[str]] = field(default_factory=dict)
+    kind: str = ""
+    # Flux Apply entries at a removed version on objects whose Kustomization's inventory says a version that stays:
+    # the source moved, so they hold nothing back; the managedFields pass before release N+1 translates them
+    moved_entries: int = 0
+    helm_named: Dict[str, List[str]] = field(default_factory=dict)  # Helm release ns/name -> objects naming it
+    _flux_pending: List[_FluxPending] = field(default_factory=list, repr=False)
 
     def add(self, meta: Mapping[str, Any], since: float) -> None:
         """Count one listed object's signs of clients at the removed versions (client_evidence.py)."""
@@ -217,25 +233,50 @@ class CrdWriters:
         key = "%s/%s" % (meta["namespace"], meta.get("name")) if meta.get("namespace") else str(meta.get("name"))
         found = list(object_evidence(meta, self.group, self.removed_versions, since))
         sources = sources_of(meta) if found else []
-        for evidence in found:
-            self._writer(evidence).record(key, evidence.written, sources)
-        helm = [src.ref for src in sources_of(meta) if src.what == HELM_RELEASE]
-        if helm:
-            named = self.helm_named.setdefault(helm[0], [])
-            if len(named) < MAX_EXAMPLES:
-                named.append(key)
+        # every object, evidence or not: a release written by Helm's client-side apply leaves no evidence once the
+        # re-store relabelled its Update entries, and only its storage says what it declares
+        for source in sources or sources_of(meta):
+            if source.what == HELM_RELEASE:
+                self.helm_named.setdefault(source.ref, []).append(key)
+        if any(s.what == FLUX_KUSTOMIZATION for s in sources) and any(_is_flux_apply(e) for e in found):
+            self._flux_pending.append(_FluxPending(key, str(meta.get("namespace") or ""), str(meta.get("name")),
+                                                   found, sources))
+        else:
+            self._record(key, found, sources)
         self.older_entries += leftovers(meta, self.group, self.removed_versions, since)
+
+    def _record(self, key: str, found: List[Evidence], sources: List[Source]) -> None:
+        for evidence in found:
+            self._writer(evidence, sources).record(key, evidence.written)
+
+    def resolve_flux(self, inventories: FluxInventories) -> None:
+        """Ask each Kustomization the waiting objects name what its source declares them at now: an object it
+        declares at a version that stays has moved, so its Flux Apply entry is no client; otherwise the entry
+        stands, and its source says what the controller said (or why it was not asked)."""
+        for pending in self._flux_pending:
+            ref = next(s.ref for s in pending.sources if s.what == FLUX_KUSTOMIZATION)
+            kustomization = inventories.get(ref)
+            declared = kustomization.declared_version(pending.namespace, pending.name, self.group, self.kind)
+            found = pending.found
+            if declared is not None and declared not in self.removed_versions:
+                self.moved_entries += sum(1 for e in found if _is_flux_apply(e))
+                found = [e for e in found if not _is_flux_apply(e)]
+            sources = [s._replace(says=kustomization.words()) if s.what == FLUX_KUSTOMIZATION else s
+                       for s in pending.sources]
+            self._record(pending.key, found, sources)
+        self._flux_pending = []
 
     def add_helm(self, release: HelmRelease) -> None:
         """A Helm release whose stored manifest declares objects of this CRD at a removed version."""
         for version in sorted(set(o.version for o in release.objects)):
             objects = [o for o in release.objects if o.version == version]
+            source = Source(HELM_RELEASE, release.label, "revision %d" % release.revision)
             writer = Writer(release.label, "release manifest", version, "", DECLARES_HELM, objects=len(objects),
                             examples=["%s/%s" % (o.namespace or release.namespace, o.name) for o in objects][:MAX_EXAMPLES],
                             sources=["Helm release %s (revision %d%s)" % (release.label, release.revision,
                                                                           "; " + release.blocked if release.blocked
                                                                           else "")],
-                            refs=[release.label])
+                            refs=[release.label], source_records=[source.to_dict()])
             self.writers.append(writer)
 
     def add_unchecked_helm(self, label: str, why: str) -> None:
@@ -243,16 +284,19 @@ class CrdWriters:
         permission that would let it be): it may still declare a removed version, so it holds release N+1 back
         until it can be read or is accepted by its name."""
         examples = list(self.helm_named.get(label) or [])
+        source = Source(HELM_RELEASE, label, "not checked: %s" % why)
         self.writers.append(Writer(label, "release storage", ",".join(self.removed_versions), "", NOT_CHECKED_HELM,
-                                   objects=len(examples), examples=examples[:MAX_EXAMPLES],
-                                   sources=["Helm release %s (not checked: %s)" % (label, why)], refs=[label]))
+                                   objects=len(examples), examples=examples[:MAX_EXAMPLES], sources=[str(source)],
+                                   refs=[label], source_records=[source.to_dict()]))
 
-    def _writer(self, evidence: Evidence) -> Writer:
-        ident = (evidence.manager, evidence.operation, evidence.version, evidence.subresource, evidence.kind)
+    def _writer(self, evidence: Evidence, sources: List[Source]) -> Writer:
+        refs = [s.ref for s in sources]
+        ident = (evidence.manager, evidence.operation, evidence.version, evidence.subresource, evidence.kind, refs)
         for writer in self.writers:
-            if (writer.manager, writer.operation, writer.version, writer.subresource, writer.kind) == ident:
+            if (writer.manager, writer.operation, writer.version, writer.subresource, writer.kind, writer.refs) == ident:
                 return writer
-        writer = Writer(evidence.manager, evidence.operation, evidence.version, evidence.subresource, evidence.kind)
+        writer = Writer(evidence.manager, evidence.operation, evidence.version, evidence.subresource, evidence.kind,
+                        sources=[str(s) for s in sources], refs=refs, source_records=[s.to_dict() for s in sources])
         self.writers.append(writer)
         return writer
 
@@ -276,21 +320,20 @@ class CrdWriters:
 
     def fix(self) -> str:
         """What to do: move each named source to the version that stays, then run again."""
-        stays = self.storage_version or "the storage version"
-        return ("move %s to %s (its manifests' apiVersion), let it apply, then run again: the next run applies release "
-                "N+1. An applier that writes only on drift (Flux, Argo CD) keeps its entry at the old version when "
-                "only the apiVersion changed: once its source says %s, accept it by name"
-                % ("these sources" if any(w.sources for w in self.writers) else "these clients", stays, stays))
+        return fix_words(self.storage_version or "the storage version", any(w.sources for w in self.writers))
 
-    def broken_clients(self) -> List[Dict[str, Any]]:
-        """The same clients as records (for the role's result and the fleet report)."""
-        out: List[Dict[str, Any]] = [dict(w.to_dict(), crd=self.name, seen_in="managedFields" if w.kind != DECLARES_CLIENT_SIDE
-                                          else "last-applied annotation") for w in self.writers]
+    def broken_clients(self, accept: Accept = False) -> List[Dict[str, Any]]:
+        """The same clients as records (for the role's result and the fleet report); ``held``: not accepted."""
+        out: List[Dict[str, Any]] = [
+            dict(w.to_dict(), crd=self.name, held=not accepts(accept, w.names), stays=self.storage_version,
+                 seen_in="managedFields" if w.kind != DECLARES_CLIENT_SIDE else "last-applied annotation")
+            for w in self.writers]
+        readers_held = not accepts(accept, [REQUESTS])
         for t in self.traffic:
             for version in sorted(set(t.requests) | set(t.watches)):
                 out.append({"crd": self.name, "seen_in": "metrics", "apiserver": t.apiserver, "version": version,
                             "requests": t.requests.get(version, 0), "by_verb": dict(t.by_verb.get(version, {})),
-                            "watches": t.watches.get(version, 0)})
+                            "watches": t.watches.get(version, 0), "held": readers_held, "stays": self.storage_version})
         return out
 
     def measured(self) -> bool:
@@ -300,9 +343,26 @@ class CrdWriters:
         held = self.clients(accept)
         return {"name": self.name, "removed_versions": list(self.removed_versions), "listed": self.listed,
                 "writers": [w.to_dict() for w in self.writers], "older_entries": self.older_entries,
+                "moved_entries": self.moved_entries,
                 "traffic": [t.to_dict() for t in self.traffic], "clients": self.clients(),
                 "readers_checked": self.measured(), "ok": not self.clients(), "held_back": bool(held),
                 "held_back_by": held, "fix": self.fix() if held else None}
+
+
+def _is_flux_apply(evidence: Evidence) -> bool:
+    return evidence.kind == DECLARES and evidence.manager == FLUX_MANAGER
+
+
+def fix_words(stays: str, named_sources: bool) -> str:
+    """What to do about the clients that hold release N+1 back, per kind of source."""
+    return ("move %s to %s (its manifests' apiVersion), let it apply, then run again: the next run applies release "
+            "N+1. A Flux Kustomization counts as moved once its inventory (status.inventory, written on every "
+            "reconcile) says %s: nothing to accept (kustomize-controller's MigrateAPIVersion feature gate, off by "
+            "default, also moves its managedFields entries). Argo CD records the live object's version, not Git's, "
+            "and writes on drift only: sync with Replace=true, or a forced sync, so that its entry moves. A client "
+            "you accept to break: crd_upgrade_accept_broken_clients with its source (namespace/name) or, for objects "
+            "that name no source, its manager"
+            % ("these sources" if named_sources else "these clients", stays, stays))
 
 
 # -- the whole check ----------------------------------------------------------------------------------------
@@ -347,6 +407,22 @@ class WritersResult:
     metrics: str  # one sentence: where the counters were measured, or why not
     accept: Accept = False
     helm: Optional[HelmScan] = None  # None: Helm releases not looked at
+    kustomizations: List[Kustomization] = field(default_factory=list)  # those asked for their inventory
+
+    def flux_sentence(self) -> str:
+        """Which Kustomizations were asked what their sources declare, and which could not be."""
+        if not self.kustomizations:
+            return "no Flux Kustomization named by the objects"
+        unasked = ["%s (%s)" % (k.ref, k.not_asked) for k in self.kustomizations if k.not_asked is not None]
+        return "Flux Kustomizations asked: %d%s" % (
+            len(self.kustomizations) - len(unasked), "; not asked: " + "; ".join(unasked) if unasked else "")
+
+    def unmatched_accepts(self) -> List[str]:
+        """Names in ``accept`` that accept no client here: probably a typo (or a source of another cluster)."""
+        if isinstance(self.accept, bool):
+            return []
+        known = set([REQUESTS] + [n for c in self.crds for w in c.writers for n in w.names])
+        return [name for name in self.accept if name not in known]
 
     def helm_sentence(self) -> str:
         """Which Helm releases were read, which not (and why), and which the run rewrites: console and report."""
@@ -389,7 +465,7 @@ class WritersResult:
                 "true, or a list of the names above)" % (cluster, len(bad), "; ".join(bad)))
 
     def broken_clients(self, cluster: str) -> List[Dict[str, Any]]:
-        return [dict(client, cluster=cluster) for c in self.crds for client in c.broken_clients()]
+        return [dict(client, cluster=cluster) for c in self.crds for client in c.broken_clients(self.accept)]
 
     def readers_checked(self) -> bool:
         """Whether every checked CRD's request counters were read (else readers were not looked for at all)."""
@@ -400,6 +476,9 @@ class WritersResult:
                 "server_time": iso(self.server_time), "metrics_window_s": self.window_s, "metrics": self.metrics,
                 "readers_checked": self.readers_checked(), "ok": self.ok, "held_back": self.held_back,
                 "helm": self.helm.to_dict() if self.helm is not None else None, "helm_words": self.helm_sentence(),
+                "kustomizations": [{"ref": k.ref, "says": k.says or None, "not_asked": k.not_asked}
+                                   for k in self.kustomizations],
+                "flux_words": self.flux_sentence(), "unmatched_accepts": self.unmatched_accepts(),
                 "refusal": self.refusal(cluster) if self.held_back else None}
 
 
@@ -462,7 +541,7 @@ def find_writers(transport: Transport, crds: List[Crd], options: WritersOptions,
     since = (parse_time(options.since) if options.since else None) or now - options.lookback  # since: validated
     checked = [c for c in crds if removed_of(c, options.removed_versions)]
     results = dict((c.name, CrdWriters(c.name, c.group, removed_of(c, options.removed_versions),
-                                       storage_version=c.storage_version or "")) for c in checked)
+                                       storage_version=c.storage_version or "", kind=c.kind)) for c in checked)
 
     def scan() -> None:  # LISTs at the storage version: nothing at a removed version
         for crd in checked:
@@ -470,22 +549,26 @@ def find_writers(transport: Transport, crds: List[Crd], options: WritersOptions,
                 for meta in page:
                     results[crd.name].add(meta, since)
 
-    if not checked or options.metrics_window <= 0 or connect is None:
+    window, words = 0.0, "not measured: metrics_window is 0" if options.metrics_window <= 0 else "not measured"
+    targets: Dict[str, Transport] = {}
+    gap: Optional[str] = None
+    if checked and options.metrics_window > 0 and connect is not None:
+        targets, gap = metrics_targets(transport, list(options.apiserver_endpoints), connect)
+        words = gap or words
+    if not targets:  # no counter anyone reads: no window to wait out
         scan()
-        # after the listing: the releases the objects name are known (helm_named)
-        helm = helm_evidence(transport, checked, results, options) if options.helm_releases and checked else None
-        why = "not measured: metrics_window is 0" if options.metrics_window <= 0 else "not measured"
-        return WritersResult([results[c.name] for c in checked], since, now, 0.0, why,
-                             rewritten_helm_accepted(options, checked, helm), helm)
-    targets, gap = metrics_targets(transport, list(options.apiserver_endpoints), connect)
-    traffic = measure_window(targets, checked, dict((c.name, results[c.name].removed_versions) for c in checked),
-                             options.metrics_window, scan, clock, sleep)
+    else:
+        traffic = measure_window(targets, checked, dict((c.name, results[c.name].removed_versions) for c in checked),
+                                 options.metrics_window, scan, clock, sleep)
+        for crd in checked:
+            results[crd.name].traffic = traffic[crd.name]
+        window, words = options.metrics_window, metrics_sentence(traffic, options.metrics_window, gap)
+    inventories = FluxInventories(transport)
     for crd in checked:
-        results[crd.name].traffic = traffic[crd.name]
-    helm = helm_evidence(transport, checked, results, options) if options.helm_releases else None
-    return WritersResult([results[c.name] for c in checked], since, now, options.metrics_window,
-                         metrics_sentence(traffic, options.metrics_window, gap),
-                         rewritten_helm_accepted(options, checked, helm), helm)
+        results[crd.name].resolve_flux(inventories)
+    helm = helm_evidence(transport, checked, results, options) if options.helm_releases and checked else None
+    return WritersResult([results[c.name] for c in checked], since, now, window, words,
+                         rewritten_helm_accepted(options, checked, helm), helm, inventories.asked())
 
 
 def helm_evidence(transport: Transport, checked: List[Crd], results: Mapping[str, CrdWriters],

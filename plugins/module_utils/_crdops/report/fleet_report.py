@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from .removal_words import removal, removal_words
 from ..restore.latency_probe import describe as probe_words
 from .approval_plan import NOTHING
+from .holders_table import holders_table
 
 TROUBLESHOOTING = "docs/troubleshooting.md"
 
@@ -335,7 +336,8 @@ def result_lines(c: Dict[str, Any]) -> List[str]:
 
 
 def build(clusters: List[Dict[str, Any]], head: Dict[str, Any]) -> Dict[str, Any]:
-    """The fleet report: ``head`` (title, generated, slice, run, ...) then summary, failures and clusters."""
+    """The fleet report: ``head`` (title, generated, slice, run, ...) then summary, failures, what holds release N+1
+    back (holders_table.py) and clusters."""
     rich = [enrich(c) for c in clusters]
     check_mode = bool(head.get("check_mode")) or any(c.get("check_mode") for c in clusters)
     summary = summarize(rich)
@@ -344,5 +346,7 @@ def build(clusters: List[Dict[str, Any]], head: Dict[str, Any]) -> Dict[str, Any
     report.update(summary=summary, headline=headline(summary, check_mode),
                   failures=[{"cluster": c.get("cluster"), "phase": c.get("failed_phase"), "cause": c["cause"],
                              "next_step": c["next_step"]} for c in rich if c.get("status") == "failed"],
-                  clusters=rich)
+                  # one row per source across the fleet, the one that alone frees the most clusters first; a plan
+                  # (check mode) shows what would hold release N+1 back, from the same writers check
+                  holders=holders_table(rich), clusters=rich)
     return report

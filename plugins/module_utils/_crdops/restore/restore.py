@@ -20,7 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
-from ..ha.apiservers import parse_time
+from ..ha.server_clock import parse_time
 from ..kube.crd import Crd
 from ..kube.errors import (
     BadInputError,

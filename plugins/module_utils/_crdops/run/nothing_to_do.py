@@ -14,8 +14,7 @@ Nothing to do means every phase of the role would change nothing, for each selec
   role stamps its record with the generation its own apply of release N+1 (and the removal of what that release no
   longer declares) makes (``record.carry_record``), so another generation is a spec change nobody proved harmless,
   a flip to another storage version and back included.
-  A record written before records named their CRD is judged as then: it may be stale by generation, so that a
-  cluster an earlier version of the collection finished stays done;
+  A record that names no CRD uid is missing, as it is for the trim: nothing ties it to this CRD;
 * no resume checkpoint (an unfinished pass) and no unfinished repair (a version it added back);
 * no other run holds the CRD's pass Lease (``pass_lease.py``; held means renewed within its duration, by the
   apiserver's clock): that run is writing now, so what the CRD says may change under the verdict. A Lease that
@@ -44,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..ha.apiservers import server_now
+from ..ha.server_clock import server_now
 from ..ha.barrier import storage_version_hash
 from ..release.crd_changes import apply_changes
 from ..kube.crd import Crd, stale_managed_fields_of
@@ -95,14 +94,13 @@ def crd_blockers(crd: Crd) -> List[str]:
         out.append("%s: status.storedVersions is %s, not [%s]" % (crd.name, stored, crd.storage_version))
     check = validate_record(crd)
     record = check.record
-    # another CRD's record (copied with the CRD's annotations) is never this CRD's proof; one written before records
-    # named their CRD is judged as before, stale by generation included: on a CRD whose release N+1 is in effect and
-    # whose objects all read at the storage version the normal path would not act on it either. A record that names
-    # its CRD must be of the CRD's generation: the role re-stamps it after its own apply of release N+1
+    # another CRD's record (copied with the CRD's annotations) is never this CRD's proof, and neither is one that
+    # names no CRD (written by hand, or before records were bound): either way nothing ties it to this CRD, so it
+    # counts as missing, whatever its generation, as it does for the trim (record.validate_record). A record of
+    # this CRD must be of the CRD's generation: the role re-stamps it after its own apply of release N+1
     # (record.carry_record), so a generation it did not stamp is a spec change nobody proved harmless (a flip to
     # another storage version and back, with storedVersions then set by any status writer)
-    foreign = (foreign_reason("migration record", record.crd_uid, crd)
-               if record is not None and record.crd_uid else None)
+    foreign = foreign_reason("migration record", record.crd_uid, crd) if record is not None else None
     if record is None:
         out.append("%s: no migration record (%s)" % (crd.name, check.reason))
     elif foreign:
@@ -113,7 +111,7 @@ def crd_blockers(crd: Crd) -> List[str]:
     elif record.failed or record.accounted != record.listed:
         out.append("%s: the migration record is not of a complete pass with zero failures (listed %d, accounted "
                    "for %d, failed %d)" % (crd.name, record.listed, record.accounted, record.failed))
-    elif not check.ok and (record.crd_uid or record.generation == crd.generation):
+    elif not check.ok:
         out.append("%s: migration record not valid (%s)" % (crd.name, check.reason))
     elif record.proof == PROOF_NONE:
         out.append("%s: the migration record has no proof (no etcd scan, no confirming pass)" % crd.name)

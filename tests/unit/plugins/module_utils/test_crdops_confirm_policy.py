@@ -66,7 +66,7 @@ def test_without_the_runs_policy_the_old_rule_rewrites_every_other_version():
 
 
 def test_a_write_since_the_run_began_at_a_served_removed_version_is_kept_as_evidence():
-    from ansible_collections.crdops.migration.plugins.module_utils._crdops.ha.apiservers import parse_time
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.ha.server_clock import parse_time
     began = parse_time("2026-12-01T15:00:00Z")
     policy = ManagedFieldsPolicy(GROUP, "v2", "None", frozenset(["v1"]), served=frozenset(["v1", "v2"]),
                                  keep_declared=True, keep_written_since=began)

@@ -239,3 +239,88 @@ def test_a_cluster_with_nothing_to_do_says_so_and_what_was_checked():
     assert fleet_report.build([done], {})["clusters"][0]["line"] == "nothing to do: " + why
     # a cluster that had something to do keeps its usual line
     assert "nothing to do" not in crd_upgrade_result_lines(dict(done, nothing_to_do=None))[0]
+
+
+APPS_SAYS = "GitRepository flux-system/repo, path ./apps, revision main@sha1:abc"
+
+
+def _client(cluster, ref, objects, held=True, says=None):
+    """A writer record with the source its controller reports (crd_client_check check=writers)."""
+    return {"cluster": cluster, "crd": "w.x.io", "seen_in": "managedFields", "manager": "kustomize-controller",
+            "operation": "Apply", "kind": "declares", "version": "v1", "objects": objects, "last_write": None,
+            "examples": ["apps/w-0"], "sources": ["Flux Kustomization " + ref], "held": held, "stays": "v2",
+            "source": {"what": "Flux Kustomization", "ref": ref,
+                       "says": says if ref != "flux-system/apps" else APPS_SAYS}}
+
+
+def _held_fleet(status="held back"):
+    held = [{"crd": "w.x.io", "removed_versions": ["v1"], "clients": ["..."], "fix": "move these sources"}]
+    both = result("c1", status, crds=[{"name": "w.x.io"}], held_back=held,
+                  broken_clients=[_client("c1", "flux-system/apps", 30), _client("c1", "flux-system/legacy", 5),
+                                  _client("c1", "flux-system/tried", 2, held=False)])
+    legacy = result("c2", status, crds=[{"name": "w.x.io"}], held_back=held,
+                    broken_clients=[_client("c2", "flux-system/legacy", 5)])
+    return [both, legacy, result("c3", "ok" if status == "held back" else status)]
+
+
+def test_the_fleet_report_has_one_table_of_what_holds_release_n_plus_1_back_in_json_markdown_and_html():
+    report = fleet_report.build(_held_fleet(), {"title": "t", "generated": "g", "run": {"id": "r"}})
+    table = report["holders"]
+    # JSON: one row per source, the one that alone frees a cluster (legacy frees c2) first; accepted apart
+    assert [(r["source"], r["clusters"], r["last_holder_on"]) for r in table["rows"]] == [
+        ("Flux Kustomization flux-system/legacy", ["c1", "c2"], ["c2"]),
+        ("Flux Kustomization flux-system/apps", ["c1"], [])]
+    assert [r["source"] for r in table["accepted"]] == ["Flux Kustomization flux-system/tried"]
+    legacy = table["rows"][0]
+    assert legacy["cells"][:6] == ["1", "Flux Kustomization flux-system/legacy", "not asked",
+                                   "2: c1, c2; last holder on 1: c2", "w.x.io v1 (stays v2)",
+                                   "10 (e.g. c1: apps/w-0, c2: apps/w-0)"]
+    md = _render("report.md.j2", report)
+    assert "## What holds release N+1 back (2)\n" in md
+    assert "| # | source | what its controller says | clusters | CRDs and versions | objects | fix |\n" \
+           "|---|---|---|---|---|---|---|\n| 1 | Flux Kustomization flux-system/legacy | not asked | 2: c1, c2; " in md
+    assert "| 2 | Flux Kustomization flux-system/apps | %s | 1: c1 |" % APPS_SAYS in md
+    assert md.index("## What holds release N+1 back") < md.index("## Clusters (3)")
+    assert ("- Flux Kustomization flux-system/tried on c1: w.x.io v1 (stays v2) (accepted: breaks when release N+1 "
+            "is applied)\n") in md
+    html = _render("report.html.j2", report)
+    assert '<h2 id="holders">What holds release N+1 back (2)</h2>' in html
+    assert "<th>#</th><th>source</th><th>what its controller says</th><th>clusters</th><th>CRDs and versions</th>" \
+           "<th>objects</th><th>fix</th>" in html
+    assert html.count('<tr class="holder"><td>') == 2
+    assert "<td>2</td><td>Flux Kustomization flux-system/apps</td><td>%s</td>" % APPS_SAYS in html
+    assert "<li>Flux Kustomization flux-system/tried on c1: w.x.io v1 (stays v2) (accepted: " in html
+
+
+def test_the_check_mode_plan_and_the_console_show_the_same_table():
+    report = fleet_report.build(_held_fleet("planned"), {"title": "t", "generated": "g", "check_mode": True})
+    refs = [r["ref"] for r in report["holders"]["rows"]]
+    assert report["check_mode"] and refs == ["flux-system/legacy", "flux-system/apps"]
+    assert "## What holds release N+1 back (2)" in _render("report.md.j2", report)
+    summary = _render_summary(report)
+    assert ("HOLDS release N+1 BACK #1 Flux Kustomization flux-system/legacy on c1, c2 (last holder on 1): w.x.io v1 "
+            "(stays v2); fix: change apiVersion to v2 in the path its source says, and let it reconcile") in summary
+    assert "HOLDS release N+1 BACK #2 Flux Kustomization flux-system/apps on c1: " in summary
+
+
+def test_nothing_held_back_no_table_and_an_older_report_without_one_renders():
+    report = fleet_report.build([result("c1", "ok")], {"title": "t", "generated": "g"})
+    assert report["holders"]["rows"] == [] and report["holders"]["accepted"] == []
+    older = dict(report)
+    del older["holders"]   # a report of an older release, read back by a merge or a test
+    for rendered in (_render("report.md.j2", report), _render("report.html.j2", report),
+                     _render("report.md.j2", older), _render("report.html.j2", older), _render_summary(older)):
+        assert "What holds release N+1 back" not in rendered and "HOLDS" not in rendered
+
+
+def _render_summary(report):
+    import os
+    import pathlib
+
+    import jinja2
+    folder = pathlib.Path(__file__).resolve().parents[4] / "roles" / "crd_upgrade" / "templates"
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(folder)), trim_blocks=True)
+    env.filters["dirname"] = os.path.dirname
+    return env.get_template("summary.txt.j2").render(_crd_upgrade_report=report, _crd_upgrade_report_path="/r/x",
+                                                     _crd_upgrade_report_file="fleet-report",
+                                                     crd_upgrade_report_dir="/r")

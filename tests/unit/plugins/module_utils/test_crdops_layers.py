@@ -52,6 +52,36 @@ def violations(sources: Dict[str, str]) -> List[str]:
     return out
 
 
+def same_folder_imports(rel: str, text: str) -> List[str]:
+    """The modules of its own folder that ``folder/module.py`` imports (at any depth of the file: a function's own
+    import closes a circle as surely as one at the top, only later)."""
+    folder = rel.split("/")[0]
+    out = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            names = [node.module.split(".")[0]] if node.module else [a.name for a in node.names]
+            out += ["%s/%s.py" % (folder, name) for name in names]
+    return out
+
+
+def circles(sources: Dict[str, str]) -> List[str]:
+    """Every import circle between the modules of one folder, each as ``a -> b -> a`` from its smallest name."""
+    graph = {rel: [t for t in same_folder_imports(rel, text) if t in sources] for rel, text in sources.items()}
+    found = set()
+
+    def walk(path: List[str]) -> None:
+        for nxt in graph.get(path[-1], []):
+            if nxt == path[0]:
+                start = path.index(min(path))
+                found.add(" -> ".join(path[start:] + path[:start] + [min(path)]))
+            elif nxt not in path and nxt > path[0]:
+                walk(path + [nxt])
+
+    for rel in sorted(graph):
+        walk([rel])
+    return sorted(found)
+
+
 def engine_sources() -> Dict[str, str]:
     return {str(p.relative_to(ENGINE)): p.read_text() for p in ENGINE.glob("*/*.py")}
 
@@ -86,6 +116,17 @@ def test_the_readme_says_what_each_floor_holds_and_imports_in_order():
 
 def test_imports_only_go_downwards_and_never_to_a_private_name_across():
     assert violations(engine_sources()) == []
+
+
+def test_no_two_modules_of_a_folder_import_each_other():
+    assert circles(engine_sources()) == []
+
+
+def test_a_circle_inside_a_folder_is_named_even_through_a_late_import():
+    sources = {"ha/apiservers.py": "from .barrier import BarrierPlan\n",
+               "ha/barrier.py": "def f():\n    from .apiservers import server_now\n",
+               "ha/drain.py": "from .apiservers import x\nfrom . import barrier\n"}
+    assert circles(sources) == ["ha/apiservers.py -> ha/barrier.py -> ha/apiservers.py"]
 
 
 @pytest.mark.parametrize("rel, text, expected", [

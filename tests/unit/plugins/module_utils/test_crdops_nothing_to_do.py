@@ -51,10 +51,13 @@ def test_a_record_copied_from_another_crd_never_counts_whatever_its_generation()
         assert "foreign" in blocker and "u-canary" in blocker
 
 
-def test_a_record_written_before_records_named_their_crd_counts_as_before_on_a_finished_crd():
-    # a cluster finished by an earlier version: release N+1 bumped the generation after its record
-    legacy = MigrationRecord("v2", 2, "a", "b", 3, 2, 1, 0, 0, proof="etcd-scan").to_annotation()
-    assert crd_blockers(crd(generation=3, **{RECORD_ANNOTATION: legacy})) == []
+def test_a_record_that_names_no_crd_is_missing_whatever_its_generation():
+    # nothing ties it to this CRD (made by hand, or copied from a cluster where it was written before records were
+    # bound): a stale generation must not make it count where a current one does not
+    unbound = MigrationRecord("v2", 2, "a", "b", 3, 2, 1, 0, 0, proof="etcd-scan").to_annotation()
+    for generation in (2, 3):
+        (blocker,) = crd_blockers(crd(generation=generation, **{RECORD_ANNOTATION: unbound}))
+        assert "unbound: the migration record names no CRD uid" in blocker, (generation, blocker)
 
 
 def test_an_unfinished_repair_is_something_left():

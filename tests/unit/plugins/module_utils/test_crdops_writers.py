@@ -45,8 +45,9 @@ class Server:
     cluster_label = "test-cluster"
     base_url = "https://10.0.0.1:6443"
 
-    def __init__(self, objects, metrics_answers=(), leases=1):
+    def __init__(self, objects, metrics_answers=(), leases=1, kustomizations=None):
         self.objects = objects
+        self.kustomizations = kustomizations or {}  # "ns/name" -> API object, or an HTTP status to answer
         self.metrics_answers = list(metrics_answers)
         self.leases = leases
         self.calls = []
@@ -67,8 +68,17 @@ class Server:
         if path.endswith("/endpointslices"):
             return resp(200, {"items": [{"ports": [{"name": "https", "port": 6443}],
                                          "endpoints": [{"addresses": ["10.0.0.1"]}]}]})
+        if "/kustomizations/" in path:
+            return self.kustomization(path)
         assert method == "GET" and path == "/apis/%s/v2/crontabs" % GROUP, path
         return resp(200, {"items": [{"metadata": m} for m in self.objects], "metadata": {}})
+
+    def kustomization(self, path):
+        _apis, _group, version, _ns, namespace, _res, name = path.strip("/").split("/")
+        found = self.kustomizations.get("%s/%s" % (namespace, name), 404)
+        if isinstance(found, int):
+            return resp(found, {"kind": "Status", "message": "answered %d" % found})
+        return resp(200, found) if version == "v1" else resp(404, {"kind": "Status"})
 
     def for_endpoint(self, url, new_connection_per_request=False):
         assert url == "https://10.0.0.1:6443"
@@ -109,7 +119,8 @@ def test_appliers_are_named_at_any_age_and_writers_from_entry_times_on_the_apise
     records = out.broken_clients("prod")
     assert records[0] == {"cluster": "prod", "crd": NAME, "seen_in": "managedFields", "manager": "argocd",
                           "operation": "Apply", "version": "v1", "subresource": "", "kind": "declares", "objects": 3,
-                          "last_write": "2026-12-01T14:59:58Z", "examples": ["a/w-1", "a/w-2", "a/w-3"], "sources": []}
+                          "last_write": "2026-12-01T14:59:58Z", "examples": ["a/w-1", "a/w-2", "a/w-3"], "sources": [],
+                          "source": None, "held": True, "stays": "v2"}
 
 
 def test_the_last_applied_annotation_and_the_objects_sources_name_the_client_side_applier():
@@ -127,7 +138,9 @@ def test_the_last_applied_annotation_and_the_objects_sources_name_the_client_sid
     (c,) = out.crds
     assert [(w.manager, w.kind, w.sources) for w in c.writers] == [
         ("kubectl-client-side-apply", "declares (client-side apply)", ["Argo CD Application shop"]),
-        ("kustomize-controller", "declares", ["Flux Kustomization flux-system/apps"])]
+        ("kustomize-controller", "declares", ["Flux Kustomization flux-system/apps (inventory not asked: not found "
+                                              "at v1 or v1beta2: the Kustomization is gone, or Flux's "
+                                              "kustomize.toolkit.fluxcd.io is not installed)"])]
     assert c.older_entries == 1  # the annotation owner's own Update entry is a leftover of that applier
     assert "fix: move these sources to v2" in out.refusal("prod")
 
@@ -217,6 +230,120 @@ def test_bad_options_fail_before_any_request(options, word):
     with pytest.raises(BadInputError) as exc:
         find_writers(server, [crd()], options)
     assert word in str(exc.value) and server.calls == []
+
+
+# -- each source by its own word ------------------------------------------------------------------------------
+FLUX_LABELS = "kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace"
+
+
+def flux_obj(name, kustomization, version="v1"):
+    """An object Flux applied at ``version`` (kustomize-controller's Apply entry) with the labels it sets."""
+    return {"name": name, "namespace": "a", "labels": {FLUX_LABELS[0]: kustomization, FLUX_LABELS[1]: "flux-system"},
+            "managedFields": [entry("kustomize-controller", version, "2026-12-01T09:00:00Z")]}
+
+
+def kustomization(name, declared, path="./apps"):
+    """A Kustomization as kustomize-controller leaves it: its inventory says each object's declared version."""
+    return {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+            "metadata": {"name": name, "namespace": "flux-system"},
+            "spec": {"path": path, "sourceRef": {"kind": "GitRepository", "name": "repo"}},
+            "status": {"lastAppliedRevision": "main@sha1:0123abc", "inventory": {"entries": [
+                {"id": "a_%s_%s_Crontab" % (obj_name, GROUP), "v": version} for obj_name, version in declared]}}}
+
+
+TWO_SOURCES = [flux_obj("app-1", "apps"), flux_obj("app-2", "apps"), flux_obj("old-1", "legacy")]
+MOVED_AND_NOT = {"flux-system/apps": kustomization("apps", [("app-1", "v2"), ("app-2", "v2")]),
+                 "flux-system/legacy": kustomization("legacy", [("old-1", "v1")], path="./legacy")}
+
+
+def test_a_kustomization_whose_inventory_says_the_version_that_stays_holds_nothing_back():
+    # Flux sends nothing when only the apiVersion changed, so its entries of apps stay at v1; apps' inventory says v2
+    options = WritersOptions({NAME: ["v1"]}, since="2026-12-01T14:55:00Z", metrics_window=0)
+    out = find_writers(Server(TWO_SOURCES, kustomizations=MOVED_AND_NOT), [crd()], options)
+    (c,) = out.crds
+    assert [(w.manager, w.objects, w.refs) for w in c.writers] == [("kustomize-controller", 1, ["flux-system/legacy"])]
+    assert c.moved_entries == 2 and out.held_back == [NAME]
+    assert c.writers[0].sources == [
+        "Flux Kustomization flux-system/legacy (GitRepository flux-system/repo, path ./legacy, revision main@sha1:0123abc)"]
+    record = out.broken_clients("prod")[0]
+    assert record["source"] == {"what": "Flux Kustomization", "ref": "flux-system/legacy",
+                                "says": "GitRepository flux-system/repo, path ./legacy, revision main@sha1:0123abc"}
+    assert out.to_dict("prod")["crds"][0]["moved_entries"] == 2
+    assert out.to_dict("prod")["flux_words"] == "Flux Kustomizations asked: 2"
+    # once legacy says v2 too, nothing holds the CRD back and nothing needs accepting
+    both = dict(MOVED_AND_NOT, **{"flux-system/legacy": kustomization("legacy", [("old-1", "v2")])})
+    out = find_writers(Server(TWO_SOURCES, kustomizations=both), [crd()], options)
+    assert out.ok and out.held_back == [] and out.crds[0].moved_entries == 3
+
+
+@pytest.mark.parametrize("answer, words", [
+    (404, "not found at v1 or v1beta2"), (403, "forbidden (HTTP 403); grant get on kustomizations"),
+    ({"status": {"inventory": {"entries": "x"}}}, "status.inventory.entries is not a list"),
+    ({"status": {}}, "no status.inventory"),
+])
+def test_a_kustomization_not_asked_leaves_the_evidence_standing_and_says_why(answer, words):
+    options = WritersOptions({NAME: ["v1"]}, since="2026-12-01T14:55:00Z", metrics_window=0)
+    out = find_writers(Server(TWO_SOURCES, kustomizations={"flux-system/apps": answer}), [crd()], options)
+    (c,) = out.crds
+    assert [(w.refs, w.objects) for w in c.writers] == [(["flux-system/apps"], 2), (["flux-system/legacy"], 1)]
+    assert c.moved_entries == 0 and out.held_back == [NAME]
+    assert "inventory not asked: " in c.writers[0].sources[0] and words in c.writers[0].sources[0]
+    assert "not asked: flux-system/apps (" in out.flux_sentence()
+
+
+def test_accepting_a_source_accepts_exactly_the_objects_that_name_it():
+    options = dict(since="2026-12-01T14:55:00Z", metrics_window=0)
+    unmoved = {}  # no inventory read: both sources' entries stand
+
+    def run(accept):
+        return find_writers(Server(TWO_SOURCES, kustomizations=unmoved), [crd()],
+                            WritersOptions({NAME: ["v1"]}, accept=accept, **options))
+    apps_only = run(["flux-system/apps"])
+    assert apps_only.held_back == [NAME]
+    assert "flux-system/legacy" in apps_only.refusal("prod") and "flux-system/apps" not in apps_only.refusal("prod")
+    assert [r["held"] for r in apps_only.broken_clients("prod")] == [False, True]
+    # the manager's name covers only its objects that name no source
+    manager = run(["kustomize-controller"])
+    assert manager.held_back == [NAME] and manager.unmatched_accepts() == ["kustomize-controller"]
+    assert run(["flux-system/apps", "flux-system/legacy"]).held_back == []
+    typo = run(["flux-system/apps", "flux-system/legasy"])
+    assert typo.unmatched_accepts() == ["flux-system/legasy"] and typo.held_back == [NAME]
+
+
+def test_any_number_of_sources_can_be_named_one_by_one():
+    objects = [flux_obj("o-%d" % i, "src-%d" % i) for i in range(8)]
+    options = dict(since="2026-12-01T14:55:00Z", metrics_window=0)
+    out = find_writers(Server(objects), [crd()], WritersOptions({NAME: ["v1"]}, accept=["flux-system/src-7"], **options))
+    assert len(out.crds[0].writers) == 8 and len(out.crds[0].clients(out.accept)) == 7
+    every = ["flux-system/src-%d" % i for i in range(8)]
+    assert find_writers(Server(objects), [crd()], WritersOptions({NAME: ["v1"]}, accept=every, **options)).held_back == []
+
+
+def test_inventory_ids_are_written_as_cli_utils_writes_them():
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.flux_inventory import inventory_id
+    assert inventory_id("a", "w-1", "example.com", "Widget") == "a_w-1_example.com_Widget"
+    assert inventory_id("", "system:admin", "rbac.authorization.k8s.io", "ClusterRole") == \
+        "_system__admin_rbac.authorization.k8s.io_ClusterRole"
+
+
+class BehindBalancer(Server):
+    """Three apiservers alive behind a load balancer; none of them answers when asked by its own address."""
+
+    def for_endpoint(self, url, new_connection_per_request=False):
+        class Unreachable:
+            def request(self, *args, **kwargs):
+                return resp(503, {"kind": "Status", "message": "no route"})
+        return Unreachable()
+
+
+def test_no_window_is_waited_out_when_no_apiserver_can_be_read_one_by_one():
+    slept = []
+    server = BehindBalancer([], leases=3)
+    out = find_writers(server, [crd()], WritersOptions({NAME: ["v1"]}, metrics_window=30),
+                       connect=server.for_endpoint, sleep=slept.append)
+    assert slept == [] and out.window_s == 0.0 and not out.readers_checked()
+    assert out.metrics.startswith("not measured: the apiservers cannot be reached one by one")
+    assert not [c for c in server.calls if c[1] == "/metrics"]
 
 
 class HelmForbidden(Server):
