@@ -91,11 +91,16 @@ options:
     default: false
   helm_releases:
     description:
-      - O(check=writers). Also read the manifest of each Helm release's latest deployed revision (Secrets labelled
-        C(owner=helm), all namespaces) and name the releases that declare a custom resource at a removed version;
-        after the version goes, every C(helm upgrade) of such a release fails (helm/helm#7361). Needs C(list) on
-        C(secrets), and where it is forbidden the result says C(not checked). Release content is never returned or
-        logged, only the objects' kind, namespace, name and version.
+      - O(check=writers). Also read the manifest of the revision C(helm upgrade) reads of each Helm release
+        (Secrets and ConfigMaps labelled C(owner=helm), all namespaces) and name the releases that declare a custom
+        resource at a removed version; after the version goes, every C(helm upgrade) of such a release fails
+        (helm/helm#7361).
+      - Every release the objects name (C(meta.helm.sh/release-name), C(meta.helm.sh/release-namespace)) that those
+        lists did not show (forbidden, or another driver) is read in its own namespace (label selector
+        C(owner=helm,name=<release>)). One that still cannot be read (forbidden, C(HELM_DRIVER=sql), not found) holds
+        the CRD back as a client of kind C(not checked (Helm release)), naming the permission that would let it be
+        checked; O(accept_clients) accepts it by C(namespace/name).
+      - Release content is never returned or logged, only the objects' kind, namespace, name and version.
     type: bool
     default: true
   helm_rewrite:
@@ -277,6 +282,22 @@ writers:
       description: When a CRD is held back, one sentence naming the cluster, each CRD and client, and the way out.
       type: str
       returned: always
+    helm:
+      description:
+        - With O(helm_releases), what was read of the Helm releases (null otherwise) - C(checked) (the Secrets of all
+          namespaces could be listed), C(configmaps_checked) (the same for ConfigMaps), C(note), C(scanned)
+          (revisions read), C(unreadable), C(releases) (per release C(release), C(revision), C(status), C(driver),
+          C(secret) (the Secret or ConfigMap), C(blocked) and C(objects) at removed versions), C(looked_up) (releases
+          the objects name that were read in their own namespace), C(not_checked) (release C(namespace/name) -> why
+          it could not be read, naming the permission; each holds its CRDs back) and C(rewrite) (releases the
+          caller rewrites, O(helm_rewrite)).
+        - Never a release's content.
+      type: dict
+      returned: always
+    helm_words:
+      description: One sentence about the Helm releases, as the role's console and report show it.
+      type: str
+      returned: always
     kustomizations:
       description:
         - The Flux Kustomizations the objects name, asked what their sources declare (C(status.inventory)); each with
@@ -304,8 +325,10 @@ writers:
         C(held_back), C(held_back_by) (the clients not accepted) and C(fix).
       - C(kind) is V(declares) for an C(Apply) entry at a removed version, whatever its age (the applier's source
         still says that version), V(declares (client-side apply)) for kubectl's last-applied annotation at such a
-        version, V(declares (Helm release)) for a Helm release whose stored manifest says it, and V(writes) for an
-        C(Update) entry written at or after O(since).
+        version, V(declares (Helm release)) for a Helm release whose stored manifest says it, V(not checked (Helm
+        release)) for a release the objects name whose storage could not be read (C(manager) is its
+        C(namespace/name), C(operation) C(release storage), C(sources) says why and the permission to grant), and
+        V(writes) for an C(Update) entry written at or after O(since).
       type: list
       elements: dict
       returned: always

@@ -59,17 +59,36 @@ options:
     default: false
   rewrite_helm_releases:
     description:
-      - Before the apply, for each CRD the release removes versions of and whose conversion is C(None), rewrite the
+      - Before the apply, for each CRD the release removes versions of and whose conversion is C(None), move the
         stored manifest of every Helm release that still declares its objects at a removed version - the
-        C(apiVersion) line of those documents only, in the Secret of the revision C(helm upgrade) reads, guarded by its
-        resourceVersion (as the C(helm-mapkubeapis) plugin does). Otherwise every later C(helm upgrade) of such a
-        release fails with C(unable to build kubernetes objects from current release manifest) (helm/helm#7361).
+        C(apiVersion) line of those documents only - into a new revision, as the C(helm-mapkubeapis) plugin does.
+        The revision C(helm upgrade) reads (n) is marked C(superseded) under its resourceVersion, then revision n+1
+        is created C(deployed) with a description of what moved, in the release's own storage (Secret or
+        ConfigMap, Helm's labels and encoding). Both writes are first sent as a dry-run. Otherwise every later
+        C(helm upgrade) of such a release fails with C(unable to build kubernetes objects from current release
+        manifest) (helm/helm#7361).
+      - This is for charts already moved to the version that stays. C(helm history) lists the new revision, and
+        C(helm upgrade) and C(helm rollback) to it work. A rollback to revision n or earlier still declares the
+        removed version and fails, as after C(helm-mapkubeapis).
+      - A rewrite that fails (forbidden, a resourceVersion conflict, a pending Helm operation) leaves the CRDs its
+        release declares out of the apply (RV(held_back)), so the release never declares a version that is gone.
       - Never under a conversion webhook (field names may differ); such releases are listed in
         RV(helm_releases.left). In check mode the rewrite is only planned.
-      - Needs C(list) on C(secrets) in all namespaces and C(update) on the release Secrets. Release content is never
-        returned or logged.
+      - Needs C(list) on C(secrets) (or C(configmaps)) in all namespaces, C(get) and C(update) on the release's
+        current revision and C(create) in its namespace. Release content is never returned or logged.
     type: bool
     default: false
+    version_added: 1.0.0
+  helm_release_names:
+    description:
+      - With O(rewrite_helm_releases), Helm releases (C(namespace/name)) to read in their own namespace (label
+        selector C(owner=helm,name=<release>), Secrets then ConfigMaps) when listing Secrets and ConfigMaps in all
+        namespaces is forbidden or does not show them. The role passes those its client check found this way.
+      - One that cannot be read fails its rewrite, so the CRDs the apply removes versions of are held back
+        (RV(held_back)).
+    type: list
+    elements: str
+    default: []
     version_added: 1.0.0
 seealso:
   - module: kubernetes.core.k8s
@@ -138,11 +157,32 @@ helm_releases:
     checked: {description: The release Secrets could be listed (V(false) - forbidden; C(note) says so)., type: bool, returned: always}
     note: {description: "Why not checked, or Secrets that did not decode.", type: str, returned: always}
     rewritten:
-      description: Per release C(release) (namespace/name), C(revision) and C(objects) (kind, namespace, name, apiVersion, to).
+      description:
+        - Per release C(release) (namespace/name), C(driver) (C(Secret) or C(ConfigMap)), C(previous_revision)
+          (now superseded), C(revision) (the new one, deployed), C(description) (its C(info.description)) and
+          C(objects) (kind, namespace, name, apiVersion, to).
       type: list
       elements: dict
       returned: always
-    left: {description: "C(<release>: <why>) for each release not rewritten.", type: list, elements: str, returned: always}
+    left: {description: "C(<release>: <why>) for each release not rewritten (a conversion webhook).", type: list, elements: str, returned: always}
+    failed:
+      description: Per rewrite that failed C(release), C(crds) (held back) and C(why).
+      type: list
+      elements: dict
+      returned: always
+    words:
+      description: One sentence per release rewritten, saying that a rollback to an older revision fails.
+      type: list
+      elements: str
+      returned: always
+held_back:
+  description:
+    - Per CRD left out of the apply because a Helm release that declares it could not be rewritten - C(crd),
+      C(removed_versions), C(clients) (one sentence per release, with why) and C(fix) - in the shape of the role's
+      held-back entries.
+  returned: always
+  type: list
+  elements: dict
 stripped_annotations:
   description:
     - CRD documents that carried this collection's C(migration.crdops.io/*) annotations (file, index, name,
@@ -172,11 +212,12 @@ OPTIONS = dict(
     wait_timeout=dict(type="int", default=120),
     continue_on_error=dict(type="bool", default=False),
     rewrite_helm_releases=dict(type="bool", default=False),
+    helm_release_names=dict(type="list", elements="str", default=[]),
 )
 
 
 class ReleaseApply(Job):
-    RESULT = dict(crds=[], refused=[], skipped_documents=[], stripped_annotations=[])
+    RESULT = dict(crds=[], refused=[], skipped_documents=[], stripped_annotations=[], held_back=[])
     WHAT = "crd_release_apply"
     SELECTS_CRDS = False
 
@@ -195,15 +236,22 @@ class ReleaseApply(Job):
         if applied.error is not None:
             self.result["refused"].append("%s: %s" % (applied.name, applied.error))
 
+    def move_helm(self, transport):
+        """Rewrite the Helm releases first; the CRDs a failed rewrite holds back are left out of the apply."""
+        moves = move_helm_releases(transport, self.docs, self.check_mode, self.params["helm_release_names"] or [])
+        self.result["helm_releases"] = dict(moves.to_dict(), words=moves.words())
+        self.result["changed"] = bool(moves.rewritten) and not self.check_mode
+        for why in moves.left:
+            self.warn("Helm release not rewritten: %s" % why)
+        held = moves.held_back()
+        self.result["held_back"] = held
+        names = set(h["crd"] for h in held)
+        return [d for d in self.docs if (d.get("metadata") or {}).get("name") not in names]
+
     def run(self, transport, crds):
         p = self.params
-        if p["rewrite_helm_releases"]:
-            moves = move_helm_releases(transport, self.docs, self.check_mode)
-            self.result["helm_releases"] = moves.to_dict()
-            self.result["changed"] = bool(moves.rewritten)
-            for why in moves.left:
-                self.warn("Helm release not rewritten: %s" % why)
-        apply_release(transport, self.docs, p["field_manager"], force=p["force_conflicts"], dry_run=self.check_mode,
+        docs = self.move_helm(transport) if p["rewrite_helm_releases"] else self.docs
+        apply_release(transport, docs, p["field_manager"], force=p["force_conflicts"], dry_run=self.check_mode,
                       wait=p["wait"], timeout=p["wait_timeout"], continue_on_error=p["continue_on_error"],
                       record=self.record)
         for out in self.result["crds"]:

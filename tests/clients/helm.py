@@ -41,14 +41,15 @@ class Helm:
     reads or changes the user's repositories or plugins."""
 
     def __init__(self, kubeconfig: Path | str, context: str | None = None, binary: Path | None = None,
-                 timeout: float = 180.0):
+                 timeout: float = 180.0, driver: str = "secret"):
+        """``driver``: HELM_DRIVER, where Helm stores its releases (``secret``, ``configmap``)."""
         self.binary = binary or helm_binary()
         self.kubeconfig = str(kubeconfig)
         self.context = context
         self.timeout = timeout
         home = tempfile.mkdtemp(prefix="helm-home-")
         self.env = dict(os.environ, HELM_CONFIG_HOME=f"{home}/config", HELM_CACHE_HOME=f"{home}/cache",
-                        HELM_DATA_HOME=f"{home}/data", HELM_DRIVER="secret")
+                        HELM_DATA_HOME=f"{home}/data", HELM_DRIVER=driver)
 
     def run(self, *args: str, check: bool = False) -> HelmResult:
         base = ["--kubeconfig", self.kubeconfig] + (["--kube-context", self.context] if self.context else [])
@@ -66,6 +67,10 @@ class Helm:
     def upgrade(self, release: str, namespace: str, chart_dir: Path | str, *, extra: Iterable[str] = (),
                 check: bool = False) -> HelmResult:
         return self.run("upgrade", release, str(chart_dir), "--namespace", namespace, *extra, check=check)
+
+    def rollback(self, release: str, namespace: str, revision: int, *, extra: Iterable[str] = (),
+                 check: bool = False) -> HelmResult:
+        return self.run("rollback", release, str(revision), "--namespace", namespace, *extra, check=check)
 
     def history(self, release: str, namespace: str) -> list[dict]:
         """`helm history -o json`: one entry per revision (revision, status, chart, description, ...)."""

@@ -29,7 +29,9 @@ DECLARES = "declares"  # an Apply entry: the applier's source still says the ver
 DECLARES_CLIENT_SIDE = "declares (client-side apply)"  # kubectl's last-applied annotation says the version
 WRITES = "writes"  # an Update entry written since the run began (the flip): a controller still writing there
 DECLARES_HELM = "declares (Helm release)"  # the release's stored manifest says the version (helm_releases.py)
-KINDS = (DECLARES, DECLARES_CLIENT_SIDE, DECLARES_HELM, WRITES)
+# a release the objects name whose storage could not be read (forbidden, SQL driver, not found): it may declare it
+NOT_CHECKED_HELM = "not checked (Helm release)"
+KINDS = (DECLARES, DECLARES_CLIENT_SIDE, DECLARES_HELM, NOT_CHECKED_HELM, WRITES)
 
 FLUX_NAME, FLUX_NAMESPACE = "kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace"
 FLUX_KUSTOMIZATION, HELM_RELEASE = "Flux Kustomization", "Helm release"

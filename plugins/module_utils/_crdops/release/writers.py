@@ -33,12 +33,12 @@ from ..ha.apiservers import discover_topology
 from ..ha.server_clock import parse_time, server_now
 from .client_check import metadata_pages
 from .client_evidence import (
-    DECLARES, DECLARES_CLIENT_SIDE, DECLARES_HELM, FLUX_KUSTOMIZATION, HELM_RELEASE, WRITES, Evidence, Source,
-    leftovers, object_evidence, sources_of)
+    DECLARES, DECLARES_CLIENT_SIDE, DECLARES_HELM, FLUX_KUSTOMIZATION, HELM_RELEASE, NOT_CHECKED_HELM, WRITES,
+    Evidence, Source, leftovers, object_evidence, sources_of)
 from .flux_inventory import FLUX_MANAGER, FluxInventories, Kustomization
 from ..kube.crd import Crd
 from ..kube.errors import BadInputError, CrdOpsError, at_least
-from .helm_releases import HelmRelease, HelmScan, scan_helm_releases
+from .helm_releases import HelmRelease, HelmScan, look_up_releases, scan_helm_releases
 from ..kube.transport import JSON, Transport
 
 METRICS_PATH = "/metrics"
@@ -233,7 +233,9 @@ class CrdWriters:
         key = "%s/%s" % (meta["namespace"], meta.get("name")) if meta.get("namespace") else str(meta.get("name"))
         found = list(object_evidence(meta, self.group, self.removed_versions, since))
         sources = sources_of(meta) if found else []
-        for source in sources:
+        # every object, evidence or not: a release written by Helm's client-side apply leaves no evidence once the
+        # re-store relabelled its Update entries, and only its storage says what it declares
+        for source in sources or sources_of(meta):
             if source.what == HELM_RELEASE:
                 self.helm_named.setdefault(source.ref, []).append(key)
         if any(s.what == FLUX_KUSTOMIZATION for s in sources) and any(_is_flux_apply(e) for e in found):
@@ -271,9 +273,21 @@ class CrdWriters:
             source = Source(HELM_RELEASE, release.label, "revision %d" % release.revision)
             writer = Writer(release.label, "release manifest", version, "", DECLARES_HELM, objects=len(objects),
                             examples=["%s/%s" % (o.namespace or release.namespace, o.name) for o in objects][:MAX_EXAMPLES],
-                            sources=["Helm release %s (revision %d)" % (release.label, release.revision)],
+                            sources=["Helm release %s (revision %d%s)" % (release.label, release.revision,
+                                                                          "; " + release.blocked if release.blocked
+                                                                          else "")],
                             refs=[release.label], source_records=[source.to_dict()])
             self.writers.append(writer)
+
+    def add_unchecked_helm(self, label: str, why: str) -> None:
+        """A Helm release the objects of this CRD name whose storage could not be read (``why``, with the
+        permission that would let it be): it may still declare a removed version, so it holds release N+1 back
+        until it can be read or is accepted by its name."""
+        examples = list(self.helm_named.get(label) or [])
+        source = Source(HELM_RELEASE, label, "not checked: %s" % why)
+        self.writers.append(Writer(label, "release storage", ",".join(self.removed_versions), "", NOT_CHECKED_HELM,
+                                   objects=len(examples), examples=examples[:MAX_EXAMPLES], sources=[str(source)],
+                                   refs=[label], source_records=[source.to_dict()]))
 
     def _writer(self, evidence: Evidence, sources: List[Source]) -> Writer:
         refs = [s.ref for s in sources]
@@ -411,11 +425,27 @@ class WritersResult:
         return [name for name in self.accept if name not in known]
 
     def helm_sentence(self) -> str:
-        if self.helm is None:
+        """Which Helm releases were read, which not (and why), and which the run rewrites: console and report."""
+        helm = self.helm
+        if helm is None:
             return "Helm releases not checked (helm_releases off)"
-        if not self.helm.checked:
-            return "Helm releases %s" % (self.helm.note or "not checked")
-        return "Helm releases: %d read%s" % (self.helm.scanned, "; " + self.helm.note if self.helm.note else "")
+        words = ["Helm releases: %d read" % helm.scanned]
+        if not helm.checked:
+            words.append(helm.note or "Secrets of all namespaces not listed")
+        elif helm.note:
+            words.append(helm.note)
+        if helm.looked_up:
+            words.append("%d named by the objects looked up in their namespace" % len(helm.looked_up))
+        if helm.not_checked:
+            words.append("not checked, so release N+1 is held back for their CRDs until they can be read or are "
+                         "accepted by name: %s" % "; ".join("Helm release %s not checked: %s" % item
+                                                            for item in sorted(helm.not_checked.items())))
+        if helm.rewrite:
+            words.append("to rewrite as a new revision before release N+1 (crd_upgrade_helm_rewrite; for charts "
+                         "already moved to the version that stays: a chart that still says the removed version fails "
+                         "its next upgrade anyway, and a rollback to a revision before the rewrite fails as after "
+                         "helm-mapkubeapis): %s" % ", ".join(helm.rewrite))
+        return "; ".join(words)
 
     @property
     def ok(self) -> bool:
@@ -543,27 +573,46 @@ def find_writers(transport: Transport, crds: List[Crd], options: WritersOptions,
 
 def helm_evidence(transport: Transport, checked: List[Crd], results: Mapping[str, CrdWriters],
                   options: WritersOptions) -> HelmScan:
-    """Helm releases whose stored manifest declares a checked CRD's kind at a removed version, added per CRD."""
+    """Helm releases whose stored manifest declares a checked CRD's kind at a removed version, added per CRD.
+
+    Called after the objects' metadata were listed: every release they name (``helm_named``) that the lists of
+    all namespaces did not show is read in its own namespace, and one that cannot be read holds release N+1
+    back for the CRDs whose objects name it, as "not checked"."""
     targets = dict((c.name, (c.group, c.kind, removed_of(c, options.removed_versions))) for c in checked)
     scan = scan_helm_releases(transport, targets, page_size=min(options.page_size, 100))
+    named = sorted(set(label for c in checked for label in results[c.name].helm_named))
+    look_up_releases(transport, scan, named, targets)
     for crd in checked:
         for release in scan.for_crd(crd.name):
             results[crd.name].add_helm(release)
+        for label in sorted(results[crd.name].helm_named):
+            if label in scan.not_checked:
+                results[crd.name].add_unchecked_helm(label, scan.not_checked[label])
+    scan.rewrite = rewritable_releases(options, checked, scan)
     return scan
+
+
+def rewritable_releases(options: WritersOptions, checked: List[Crd], helm: HelmScan) -> List[str]:
+    """The releases the run rewrites as a new revision before release N+1 (helm_rewrite): every CRD they declare
+    at a removed version has conversion None, and no Helm operation is pending on them."""
+    if not options.helm_rewrite:
+        return []
+    plain = set(c.name for c in checked if c.conversion_strategy == "None")
+    # a release that also declares a webhook-converted CRD is not rewritten whole
+    return sorted(set(r.label for r in helm.releases if all(o.crd in plain for o in r.objects) and not r.blocked))
 
 
 def rewritten_helm_accepted(options: WritersOptions, checked: List[Crd], helm: Optional[HelmScan]) -> Accept:
     """``options.accept``, plus the Helm releases the run will rewrite (conversion None only, helm_rewrite): their
     stored manifest moves to the storage version before release N+1, and the managedFields pass before it moves
-    the entries of their objects, so neither they nor the appliers whose objects name them are left behind."""
+    the entries of their objects, so neither they nor the appliers whose objects name them are left behind. A
+    rewrite that fails holds release N+1 back for its CRDs then (crd_release_apply)."""
     if not options.helm_rewrite or helm is None or isinstance(options.accept, bool) and options.accept:
         return options.accept
-    plain = set(c.name for c in checked if c.conversion_strategy == "None")
-    # a release that also declares a webhook-converted CRD is not rewritten whole, so it is not accepted
-    refs = sorted(set(r.label for r in helm.releases if all(o.crd in plain for o in r.objects) and not r.blocked))
+    refs = helm.rewrite
     if not refs:
         return options.accept
-    return list(options.accept or []) + refs if not isinstance(options.accept, bool) else refs
+    return list(options.accept or []) + refs if not isinstance(options.accept, bool) else list(refs)
 
 
 def metrics_sentence(traffic: Mapping[str, List[Traffic]], window: float, gap: Optional[str]) -> str:

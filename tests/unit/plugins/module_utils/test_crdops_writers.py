@@ -15,6 +15,7 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.transport import ApiResponse
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.writers import (
     WritersOptions, find_writers, parse_metrics, traffic_of, MetricsRead)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.client_evidence import NOT_CHECKED_HELM
 from tests.unit.crdops_fakes import make_crd, resp
 
 GROUP = "stable.example.com"
@@ -343,3 +344,44 @@ def test_no_window_is_waited_out_when_no_apiserver_can_be_read_one_by_one():
     assert slept == [] and out.window_s == 0.0 and not out.readers_checked()
     assert out.metrics.startswith("not measured: the apiservers cannot be reached one by one")
     assert not [c for c in server.calls if c[1] == "/metrics"]
+
+
+class HelmForbidden(Server):
+    """The apiserver as the shipped ClusterRole sees it: no list on Secrets or ConfigMaps anywhere."""
+
+    def request(self, method, path, query=None, body=None, content_type=None, accept=None):
+        if path.endswith(("/secrets", "/configmaps")):
+            self.calls.append((method, path, dict(query or [])))
+            return resp(403, {"kind": "Status", "message": "forbidden", "reason": "Forbidden", "code": 403})
+        return super().request(method, path, query, body, content_type, accept)
+
+
+def helm_object(name, release="widgets", namespace="shop"):
+    # Helm 3 (or Helm 4 --server-side=false) wrote it with an Update entry, which the re-store relabelled
+    return {"name": name, "namespace": namespace, "managedFields": [entry("helm", "v2", "2026-12-01T10:00:00Z", "Update")],
+            "annotations": {"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": namespace}}
+
+
+def test_a_helm_release_whose_storage_cannot_be_read_holds_the_crd_back_naming_the_permission():
+    objects = [helm_object("w-%d" % i) for i in range(3)]
+    options = WritersOptions({NAME: ["v1"]}, since="2026-12-01T14:55:00Z", metrics_window=0, helm_releases=True)
+    server = HelmForbidden(objects)
+    out = find_writers(server, [crd()], options)
+    (c,) = out.crds
+    assert c.helm_named == {"shop/widgets": ["shop/w-0", "shop/w-1", "shop/w-2"]}
+    [w] = c.writers
+    assert (w.manager, w.kind, w.operation, w.version, w.objects, w.refs) == (
+        "shop/widgets", NOT_CHECKED_HELM, "release storage", "v1", 3, ["shop/widgets"])
+    assert out.held_back == [NAME] and out.helm.not_checked.keys() == {"shop/widgets"}
+    text = out.refusal("prod")
+    assert "Helm release shop/widgets (not checked: listing Secrets and ConfigMaps in namespace shop is forbidden; " \
+           "grant list on secrets in namespace shop" in text, text
+    words = out.to_dict("prod")["helm_words"]
+    assert "Helm release shop/widgets not checked: listing Secrets and ConfigMaps" in words, words
+    # looked up in its own namespace, by its name, in both of Helm's drivers
+    assert [(p, q.get("labelSelector")) for _m, p, q in server.calls if "/namespaces/" in p] == [
+        ("/api/v1/namespaces/shop/secrets", "owner=helm,name=widgets"),
+        ("/api/v1/namespaces/shop/configmaps", "owner=helm,name=widgets")]
+    accepted = find_writers(HelmForbidden(objects), [crd()], WritersOptions(
+        {NAME: ["v1"]}, since="2026-12-01T14:55:00Z", metrics_window=0, helm_releases=True, accept=["shop/widgets"]))
+    assert accepted.held_back == [] and not accepted.ok
