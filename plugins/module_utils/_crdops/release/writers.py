@@ -46,7 +46,10 @@ METRICS_ACCEPT = "text/plain;version=0.0.4"
 REQUESTS_METRIC = "apiserver_request_total"
 WATCHES_METRIC = "apiserver_longrunning_requests"
 MAX_EXAMPLES = 5
-REQUESTS = "requests"  # the name in accept_clients that accepts the requests counted at a removed version
+REQUESTS = "requests"
+# where each kind of client evidence was read (client_evidence.KINDS); the rest come from managedFields
+SEEN_IN = {DECLARES_CLIENT_SIDE: "last-applied annotation", DECLARES_HELM: "Helm release storage",
+           NOT_CHECKED_HELM: "Helm release storage"}  # the name in accept_clients that accepts the requests counted at a removed version
 # accept_clients: True accepts every client; a list accepts those it names (a manager, a source's reference, or
 # "requests" for the counted requests, whose clients have no name); False accepts none
 Accept = Union[bool, Sequence[str]]
@@ -326,7 +329,7 @@ class CrdWriters:
         """The same clients as records (for the role's result and the fleet report); ``held``: not accepted."""
         out: List[Dict[str, Any]] = [
             dict(w.to_dict(), crd=self.name, held=not accepts(accept, w.names), stays=self.storage_version,
-                 seen_in="managedFields" if w.kind != DECLARES_CLIENT_SIDE else "last-applied annotation")
+                 seen_in=SEEN_IN.get(w.kind, "managedFields"))
             for w in self.writers]
         readers_held = not accepts(accept, [REQUESTS])
         for t in self.traffic:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
+from ..release.client_evidence import NOT_CHECKED_HELM
 from ..release.writers import REQUESTS
 
 HEADING = "What holds release N+1 back"
@@ -33,8 +34,6 @@ COLUMNS = ("#", "source", "what its controller says", "clusters", "CRDs and vers
 
 FIELD_MANAGER = "field manager"  # a writer whose objects name no source: the manager itself is the row
 READERS = "readers (request counters)"  # requests counted at a removed version: no name but "requests"
-# the kind writers.py gives a Helm release whose storage could not be read
-NOT_CHECKED_HELM = "not checked (Helm release)"
 MAX_NAMED_CLUSTERS = 10  # a cell names this many clusters, then counts the rest; the JSON lists them all
 MAX_EXAMPLES = 3
 
