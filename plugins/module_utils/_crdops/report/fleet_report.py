@@ -143,14 +143,23 @@ def plan_line(plan: Dict[str, Any]) -> str:
     return text
 
 
+def _unseen(c: Dict[str, Any]) -> str:
+    """What the client check could not look at, where a version was being removed: readers (the counters were not
+    read) and Helm releases (their storage could not be listed or read), each a client that may break unseen."""
+    if not any(d.get("removed_versions") for d in c.get("crds") or []):
+        return ""
+    notes = ["readers of removed versions not checked"] if c.get("readers_checked") is False else []
+    helm = str(c.get("helm_releases") or "")
+    if "not checked" in helm or "not listed" in helm:
+        notes.append(helm)
+    return "".join("; " + note for note in notes)
+
+
 def _done_line(c: Dict[str, Any]) -> str:
     totals = c.get("totals") or {}
     changed = [d["name"] for d in c.get("crds") or [] if crd_changed(d)]
-    # the counters were not read where a version was being removed: a reader at it would have gone unseen
-    unseen = "; readers of removed versions not checked" if c.get("readers_checked") is False and any(
-        d.get("removed_versions") for d in c.get("crds") or []) else ""
     return "%d CRD(s) changed, %s objects re-stored of %s, %s s%s" % (
-        len(changed), totals.get("rewritten", 0), totals.get("objects", 0), c.get("duration_s"), unseen)
+        len(changed), totals.get("rewritten", 0), totals.get("objects", 0), c.get("duration_s"), _unseen(c))
 
 
 HELD_BACK = "held back"  # a cluster's status: everything done but release N+1 for CRDs a client still declares

@@ -169,6 +169,20 @@ def test_readers_not_checked_where_a_version_was_removed_is_said_in_the_line():
     assert "readers" not in seen["line"] and "readers" not in nothing_removed["line"]
 
 
+def test_helm_releases_not_checked_where_a_version_was_removed_are_said_in_the_line_and_the_pages():
+    removed = [{"name": "w.x.io", "upgraded": True, "removed_versions": ["v1"]}]
+    words = "Helm releases: 0 read; not checked: listing Secrets is forbidden (HTTP 403); grant list on secrets"
+    unseen = fleet_report.enrich(result("c1", "ok", crds=removed, readers_checked=True, helm_releases=words))
+    assert unseen["line"].endswith("; " + words)
+    read = fleet_report.enrich(result("c1", "ok", crds=removed, readers_checked=True,
+                                      helm_releases="Helm releases: 3 read"))
+    assert "Helm" not in read["line"]
+    report = fleet_report.build([result("c1", "ok", crds=removed, readers_checked=True, helm_releases=words)],
+                                {"title": "t"})
+    for page in ("report.md.j2", "report.html.j2"):
+        assert "listing Secrets is forbidden" in _render(page, report), page
+
+
 def _render(template, report):
     """A report template as the role's `template` task renders it (jinja2 with the Ansible filter it uses)."""
     import pathlib
