@@ -10,7 +10,7 @@ Nothing here is part of the shipped collection.
 from __future__ import annotations
 
 from .binary import ClientsMissing, clients_binary
-from .flux import FLUX_MANAGER, Flux, FluxFailed, FluxResult
+from .flux import DEFAULT_KUSTOMIZATION, FLUX_MANAGER, Flux, FluxFailed, FluxResult
 from .helm import Helm, HelmFailed, HelmMissing, HelmResult, helm_binary, write_chart
 from .kubectl import Kubectl, KubectlFailed, Result
 from .kustomization import KUSTOMIZE_CONTROLLER_VERSION, Kustomizations, kustomization_crd
@@ -18,7 +18,7 @@ from .loop import ApplyLoop, Outcome, flux_apply_loop, kubectl_apply_loop
 from .manifests import write_manifests
 
 __all__ = [
-    "ClientsMissing", "clients_binary", "FLUX_MANAGER", "Flux", "FluxFailed", "FluxResult", "Kubectl",
+    "ClientsMissing", "clients_binary", "DEFAULT_KUSTOMIZATION", "FLUX_MANAGER", "Flux", "FluxFailed", "FluxResult", "Kubectl",
     "KubectlFailed", "Result", "ApplyLoop", "Outcome", "flux_apply_loop", "kubectl_apply_loop", "write_manifests",
     "Helm", "HelmFailed", "HelmMissing", "HelmResult", "helm_binary", "write_chart",
     "KUSTOMIZE_CONTROLLER_VERSION", "Kustomizations", "kustomization_crd",

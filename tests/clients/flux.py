@@ -13,6 +13,8 @@ from .manifests import write_manifests
 from .result import ClientResult, CommandFailed
 
 FLUX_MANAGER = "kustomize-controller"
+# the Kustomization the binary labels the objects with when `Flux.apply` names none (its --owner-* defaults)
+DEFAULT_KUSTOMIZATION = "flux-system/crdops-test"
 
 
 class FluxFailed(CommandFailed):
