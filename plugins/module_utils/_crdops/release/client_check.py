@@ -146,12 +146,13 @@ def stale_entries(meta: Mapping[str, Any], crd: Crd) -> List[Dict[str, Any]]:
     return out
 
 
-def metadata_pages(transport: Transport, crd: Crd, page_size: int) -> Iterator[List[Dict[str, Any]]]:
-    """Metadata-only pages (they carry managedFields), at the storage version."""
+def metadata_pages(transport: Transport, crd: Crd, page_size: int,
+                   version: Optional[str] = None) -> Iterator[List[Dict[str, Any]]]:
+    """Metadata-only pages (they carry managedFields), at ``version`` (default: the storage version)."""
     token: Optional[str] = None
     while True:
         query = [("limit", str(page_size))] + ([("continue", token)] if token else [])
-        resp = transport.request("GET", crd.resource_path(), query=query, accept=ACCEPT_PARTIAL_LIST)
+        resp = transport.request("GET", crd.resource_path(version), query=query, accept=ACCEPT_PARTIAL_LIST)
         if resp.status == 410 and (resp.status_body().get("metadata") or {}).get("continue"):
             token = resp.status_body()["metadata"]["continue"]  # a sample needs no consistent snapshot
             continue

@@ -528,6 +528,15 @@ def measure_window(targets: Mapping[str, Transport], crds: List[Crd], removed: M
     return out
 
 
+def listing_version(crd: Crd, removed: List[str]) -> Optional[str]:
+    """The version to list at while the request counters are read: one that stays, so that this run's own LIST is
+    never counted as a client of a removed version. Before release N the storage version may be the very one it
+    stops serving; then another served version. None (the storage version) when every served one goes."""
+    if crd.storage_version not in removed:
+        return crd.storage_version
+    return next((v for v in crd.served_versions if v not in removed), None)
+
+
 def removed_of(crd: Crd, removed_versions: Mapping[str, List[str]]) -> List[str]:
     """The versions of ``crd`` the next release removes, among those it still defines."""
     defined = [v.name for v in crd.versions]
@@ -546,9 +555,10 @@ def find_writers(transport: Transport, crds: List[Crd], options: WritersOptions,
     results = dict((c.name, CrdWriters(c.name, c.group, removed_of(c, options.removed_versions),
                                        storage_version=c.storage_version or "", kind=c.kind)) for c in checked)
 
-    def scan() -> None:  # LISTs at the storage version: nothing at a removed version
+    def scan() -> None:  # LISTs at a version that stays: nothing at a removed version
         for crd in checked:
-            for page in metadata_pages(transport, crd, options.page_size):
+            version = listing_version(crd, results[crd.name].removed_versions)
+            for page in metadata_pages(transport, crd, options.page_size, version):
                 for meta in page:
                     results[crd.name].add(meta, since)
 

@@ -385,3 +385,18 @@ def test_a_helm_release_whose_storage_cannot_be_read_holds_the_crd_back_naming_t
     accepted = find_writers(HelmForbidden(objects), [crd()], WritersOptions(
         {NAME: ["v1"]}, since="2026-12-01T14:55:00Z", metrics_window=0, helm_releases=True, accept=["shop/widgets"]))
     assert accepted.held_back == [] and not accepted.ok
+
+
+def test_the_listing_is_never_at_a_version_being_removed_so_it_is_never_counted_as_a_client():
+    # before release N the storage version may be the one release N stops serving: the objects are listed at another
+    # served version, so this run's own LIST does not grow the counters of the version it checks
+    class StoredAtTheOldVersion(Server):
+        def request(self, method, path, query=None, body=None, content_type=None, accept=None):
+            if path == "/apis/%s/v1/crontabs" % GROUP:
+                raise AssertionError("listed at v1, the version being checked")
+            return super().request(method, path, query, body, content_type, accept)
+
+    old_storage = Crd.from_api(make_crd(NAME, versions=(("v1", True, True), ("v2", True, False)), stored=("v1",)))
+    out = find_writers(StoredAtTheOldVersion(OBJECTS), [old_storage],
+                       WritersOptions({NAME: ["v1"]}, since="2026-12-01T14:55:00Z", metrics_window=0))
+    assert out.crds[0].listed == 3
