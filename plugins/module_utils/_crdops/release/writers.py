@@ -321,14 +321,20 @@ class CrdWriters:
             out += self.traffic_sentences()
         return out
 
+    @property
+    def stays(self) -> str:
+        """The version the clients move to: the storage version, unless it is the one going (before release N,
+        whose storage version the live CRD may not even define yet)."""
+        return self.storage_version if self.storage_version not in self.removed_versions else ""
+
     def fix(self) -> str:
         """What to do: move each named source to the version that stays, then run again."""
-        return fix_words(self.storage_version or "the storage version", any(w.sources for w in self.writers))
+        return fix_words(self.stays or "the version that stays", any(w.sources for w in self.writers))
 
     def broken_clients(self, accept: Accept = False) -> List[Dict[str, Any]]:
         """The same clients as records (for the role's result and the fleet report); ``held``: not accepted."""
         out: List[Dict[str, Any]] = [
-            dict(w.to_dict(), crd=self.name, held=not accepts(accept, w.names), stays=self.storage_version,
+            dict(w.to_dict(), crd=self.name, held=not accepts(accept, w.names), stays=self.stays,
                  seen_in=SEEN_IN.get(w.kind, "managedFields"))
             for w in self.writers]
         readers_held = not accepts(accept, [REQUESTS])
@@ -336,7 +342,7 @@ class CrdWriters:
             for version in sorted(set(t.requests) | set(t.watches)):
                 out.append({"crd": self.name, "seen_in": "metrics", "apiserver": t.apiserver, "version": version,
                             "requests": t.requests.get(version, 0), "by_verb": dict(t.by_verb.get(version, {})),
-                            "watches": t.watches.get(version, 0), "held": readers_held, "stays": self.storage_version})
+                            "watches": t.watches.get(version, 0), "held": readers_held, "stays": self.stays})
         return out
 
     def measured(self) -> bool:
@@ -529,12 +535,12 @@ def measure_window(targets: Mapping[str, Transport], crds: List[Crd], removed: M
 
 
 def listing_version(crd: Crd, removed: List[str]) -> Optional[str]:
-    """The version to list at while the request counters are read: one that stays, so that this run's own LIST is
-    never counted as a client of a removed version. Before release N the storage version may be the very one it
-    stops serving; then another served version. None (the storage version) when every served one goes."""
+    """The version to list at: one that stays, so that this run's own LIST is never counted as a client of a removed
+    version. Before release N the storage version may be the very one it stops serving; then another served
+    version, or, when every served one goes, the storage version all the same (then listed outside the window)."""
     if crd.storage_version not in removed:
         return crd.storage_version
-    return next((v for v in crd.served_versions if v not in removed), None)
+    return next((v for v in crd.served_versions if v not in removed), crd.storage_version)
 
 
 def removed_of(crd: Crd, removed_versions: Mapping[str, List[str]]) -> List[str]:
@@ -562,26 +568,39 @@ def find_writers(transport: Transport, crds: List[Crd], options: WritersOptions,
                 for meta in page:
                     results[crd.name].add(meta, since)
 
-    window, words = 0.0, "not measured: metrics_window is 0" if options.metrics_window <= 0 else "not measured"
-    targets: Dict[str, Transport] = {}
-    gap: Optional[str] = None
-    if checked and options.metrics_window > 0 and connect is not None:
-        targets, gap = metrics_targets(transport, list(options.apiserver_endpoints), connect)
-        words = gap or words
-    if not targets:  # no counter anyone reads: no window to wait out
-        scan()
-    else:
-        traffic = measure_window(targets, checked, dict((c.name, results[c.name].removed_versions) for c in checked),
-                                 options.metrics_window, scan, clock, sleep)
-        for crd in checked:
-            results[crd.name].traffic = traffic[crd.name]
-        window, words = options.metrics_window, metrics_sentence(traffic, options.metrics_window, gap)
+    window, words = count_while_listing(transport, checked, results, options, connect, scan, clock, sleep)
     inventories = FluxInventories(transport)
     for crd in checked:
         results[crd.name].resolve_flux(inventories)
     helm = helm_evidence(transport, checked, results, options) if options.helm_releases and checked else None
     return WritersResult([results[c.name] for c in checked], since, now, window, words,
                          rewritten_helm_accepted(options, checked, helm), helm, inventories.asked())
+
+
+def count_while_listing(transport: Transport, checked: List[Crd], results: Mapping[str, CrdWriters],
+                        options: WritersOptions, connect: Optional[Callable[[str], Transport]],
+                        scan: Callable[[], None], clock: Callable[[], float],
+                        sleep: Callable[[float], None]) -> Tuple[float, str]:
+    """List the objects (``scan``) and, where counters can be read, count the requests at the removed versions
+    around it; (the window in seconds, one sentence on where they were counted or why not)."""
+    if not checked or options.metrics_window <= 0 or connect is None:
+        scan()
+        return 0.0, "not measured: metrics_window is 0" if options.metrics_window <= 0 else "not measured"
+    targets, gap = metrics_targets(transport, list(options.apiserver_endpoints), connect)
+    if not targets:  # no counter anyone reads: no window to wait out
+        scan()
+        return 0.0, gap or "not measured"
+    # the run must send nothing at a removed version inside the window: where the objects can only be listed at one
+    # (before release N, a CRD may serve nothing else yet), they are listed after it
+    inside = all(listing_version(c, results[c.name].removed_versions) not in results[c.name].removed_versions
+                 for c in checked)
+    traffic = measure_window(targets, checked, dict((c.name, results[c.name].removed_versions) for c in checked),
+                             options.metrics_window, scan if inside else (lambda: None), clock, sleep)
+    if not inside:
+        scan()
+    for crd in checked:
+        results[crd.name].traffic = traffic[crd.name]
+    return options.metrics_window, metrics_sentence(traffic, options.metrics_window, gap)
 
 
 def helm_evidence(transport: Transport, checked: List[Crd], results: Mapping[str, CrdWriters],

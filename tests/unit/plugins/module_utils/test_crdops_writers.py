@@ -400,3 +400,24 @@ def test_the_listing_is_never_at_a_version_being_removed_so_it_is_never_counted_
     out = find_writers(StoredAtTheOldVersion(OBJECTS), [old_storage],
                        WritersOptions({NAME: ["v1"]}, since="2026-12-01T14:55:00Z", metrics_window=0))
     assert out.crds[0].listed == 3
+
+
+def test_objects_listable_only_at_the_version_checked_are_listed_after_the_window():
+    # before release N the live CRD may serve only the version release N stops serving: listing it inside the window
+    # would count this run's LIST as a reader there
+    only_v1 = Crd.from_api(make_crd(NAME, versions=(("v1", True, True),), stored=("v1",)))
+
+    class OnlyV1(Server):
+        def request(self, method, path, query=None, body=None, content_type=None, accept=None):
+            if path == "/apis/%s/v1/crontabs" % GROUP:
+                self.calls.append((method, path, dict(query or [])))
+                return resp(200, {"items": [{"metadata": m} for m in self.objects], "metadata": {}})
+            return super().request(method, path, query, body, content_type, accept)
+
+    server = OnlyV1(OBJECTS, [metrics([]), metrics([])])
+    out = find_writers(server, [only_v1], WritersOptions({NAME: ["v1"]}, since="2026-12-01T14:55:00Z",
+                                                         metrics_window=5), connect=server.for_endpoint,
+                       sleep=lambda s: None)
+    paths = [c[1] for c in server.calls if c[1] in ("/metrics", "/apis/%s/v1/crontabs" % GROUP)]
+    assert paths == ["/metrics", "/metrics", "/apis/%s/v1/crontabs" % GROUP], paths
+    assert out.crds[0].listed == 3 and out.crds[0].fix().startswith("move these clients to the version that stays")
