@@ -28,6 +28,15 @@ from ..kube.selection import get_crd
 from ..kube.transport import Transport
 
 
+def rewrite_sentence(r: Mapping[str, Any]) -> str:
+    """One rewrite in words: the new revision, and that a rollback behind it still names the removed version."""
+    removed = ", ".join(sorted(set(o["apiVersion"] for o in r["objects"])))
+    return ("Helm release %s: revision %d stores the moved manifest (%s); revision %d is superseded. A rollback to "
+            "revision %d or earlier still declares %s and fails, as after helm-mapkubeapis: upgrade or roll back to "
+            "revision %d or later" % (r["release"], r["revision"], r["description"], r["previous_revision"],
+                                      r["previous_revision"], removed, r["revision"]))
+
+
 @dataclass
 class HelmMoves:
     """What was (in check mode: would be) rewritten, what was left and why, and the rewrites that failed: each of
@@ -57,12 +66,7 @@ class HelmMoves:
 
     def words(self) -> List[str]:
         """One sentence per release rewritten: what moved, and what a rollback to an older revision does."""
-        return ["Helm release %s: revision %d stores the moved manifest (%s); revision %d is superseded. A rollback "
-                "to revision %d or earlier still declares %s and fails, as after helm-mapkubeapis: upgrade or roll "
-                "back to revision %d or later" % (r["release"], r["revision"], r["description"],
-                                                   r["previous_revision"], r["previous_revision"],
-                                                   ", ".join(sorted(set(o["apiVersion"] for o in r["objects"]))),
-                                                   r["revision"]) for r in self.rewritten]
+        return [rewrite_sentence(r) for r in self.rewritten]
 
 
 REWRITE_FIX = ("let the Helm operation finish, or grant what the error names (docs/rbac.md), then run again; or "

@@ -647,9 +647,9 @@ def _latest_revision(transport: Transport, release: HelmRelease) -> int:
     try:
         items = _release_items(transport, release.namespace, release.name, release.driver)
     except _ListRefused as exc:
-        raise RefusalError("Helm release %s: listing its revisions is forbidden (HTTP %d); grant list on %s in "
-                           "namespace %s (docs/rbac.md)" % (release.label, exc.status, RESOURCES[release.driver],
-                                                             release.namespace), cluster=transport.cluster_label) from None
+        why = ("Helm release %s: listing its revisions is forbidden (HTTP %d); grant list on %s in namespace %s "
+               "(docs/rbac.md)" % (release.label, exc.status, RESOURCES[release.driver], release.namespace))
+        raise RefusalError(why, cluster=transport.cluster_label) from None
     latest = max(items, key=_revision, default=None)
     if latest is not None and _labels(latest).get("status") in PENDING_STATUSES:
         raise RefusalError("Helm release %s: %s" % (release.label, choose_revision(_Candidates(latest=latest))[1]),
@@ -836,4 +836,3 @@ def _put_back(transport: Transport, plan: RewritePlan, old_rv: str, exc: CrdOpsE
     except CrdOpsError as undo:
         exc.message += ("; revision %d stays superseded, as putting it back failed too (%s): helm upgrade still "
                         "reads it" % (plan.release.revision, undo.api_message or undo.message))
-

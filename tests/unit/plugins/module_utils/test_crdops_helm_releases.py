@@ -417,8 +417,8 @@ def test_a_release_in_configmaps_is_read_and_rewritten_in_configmaps_with_their_
     rewrite_release(api, rel, STORAGE)
     new_obj = api.get_obj("team", "sh.helm.release.v1.app.v2", "ConfigMap")
     assert new_obj["kind"] == "ConfigMap" and "type" not in new_obj and api.secrets == {}
-    assert decode_payload(new_obj["data"]["release"], "ConfigMap") == helm_decode(new_obj["data"]["release"],
-                                                                                   "ConfigMap")
+    stored = new_obj["data"]["release"]
+    assert decode_payload(stored, "ConfigMap") == helm_decode(stored, "ConfigMap")
     assert api.release("team", "app", 2, "ConfigMap")[1]["manifest"] == manifest(doc("a", version="v1"))
     assert api.release("team", "app", 1, "ConfigMap")[0]["status"] == "superseded"
 
