@@ -29,8 +29,9 @@ they are stored at (what reading alone already drops or adds). When that version
 (cert-manager v1.6.1 keeps v1alpha2 with ``served: false``), the API cannot show it: the API's view at the
 storage version (the dry-run, what the re-store stores) is sent back to the stored version through the CRD's
 own webhook in a ``ConversionReview`` (webhook_review.py: nothing is written, and no version is served
-for it), and that is compared with the stored value (``compared_by_conversion_review``). Empty maps are
-left out on that path: a webhook built on typed structs adds ``status: {}`` to every object it converts.
+for it), and that is compared with the stored value (``compared_by_conversion_review``). Empty maps the
+stored value does not have are left out on that path: a webhook built on typed structs adds ``status: {}`` to every
+object it converts. An empty map the stored value has stays, so one the webhook drops is judged as a removal.
 When the webhook cannot be asked, the objects are counted in ``skipped`` and ``unverified`` says why: the
 role's gate stops on them like on pruning (crd_upgrade_accept_pruning), never silently.
 """
@@ -196,14 +197,18 @@ def _pair(transport: Transport, sampler: EtcdSampler, crd: Crd, raw: RawValue, n
     return None
 
 
-def without_empty_maps(value: Any) -> Any:
-    """``value`` without empty maps: a webhook built on typed structs adds ``status: {}`` to what it converts."""
-    if isinstance(value, dict):
-        kept = {k: without_empty_maps(v) for k, v in value.items()}
-        return {k: v for k, v in kept.items() if v != {}}
-    if isinstance(value, list):
-        return [without_empty_maps(v) for v in value]
-    return value
+def without_added_empty_maps(converted: Any, stored: Any) -> Any:
+    """``converted`` without the empty maps that ``stored`` has no key for: a webhook built on typed structs adds
+    ``status: {}`` to every object it converts. An empty map the stored value has is kept on both sides, so one the
+    conversion drops is judged like any other removal (normalised.py), not hidden."""
+    if isinstance(converted, dict):
+        had: Dict[str, Any] = stored if isinstance(stored, dict) else {}
+        kept = {k: without_added_empty_maps(v, had.get(k)) for k, v in converted.items()}
+        return {k: v for k, v in kept.items() if v != {} or k in had}
+    if isinstance(converted, list):
+        pairs = stored if isinstance(stored, list) and len(stored) == len(converted) else [None] * len(converted)
+        return [without_added_empty_maps(v, old) for v, old in zip(converted, pairs, strict=True)]
+    return converted
 
 
 def _pair_by_review(transport: Transport, crd: Crd, raw: RawValue, ns: Optional[str], name: str,
@@ -231,7 +236,8 @@ def _pair_by_review(transport: Transport, crd: Crd, raw: RawValue, ns: Optional[
             stored_version, exc)
         return None
     diff.compared_by_conversion_review += 1
-    return without_empty_maps(json.loads(raw.value)), without_empty_maps(back), stored_version
+    stored = json.loads(raw.value)
+    return stored, without_added_empty_maps(back, stored), stored_version
 
 
 class _Schemas:
