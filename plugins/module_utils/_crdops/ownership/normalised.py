@@ -58,10 +58,10 @@ def _served_the_same_without(value: Any, member: Schema) -> bool:
     """The apiserver serves the field the same whether ``value`` is kept or left out (module docstring)."""
     if value == {} and member.get("required"):
         return False  # kept, it fails validation on the next write; dropped, it passes
-    served_with = served(value, member)
+    served_with: Any = served(value, member)
     if "default" in member and member["default"] is not None:
-        return served(member["default"], member) == served_with  # left out, it reads as the default
-    return served_with == value  # left out, it stays absent: the same only if nothing was filled into the zero
+        return bool(served(member["default"], member) == served_with)  # left out, it reads as the default
+    return bool(served_with == value)  # left out, it stays absent: the same only if nothing was filled into the zero
 
 
 def _dropped(value: Any, member: Optional[Schema]) -> bool:
