@@ -31,7 +31,8 @@ storage version (the dry-run, what the re-store stores) is sent back to the stor
 own webhook in a ``ConversionReview`` (webhook_review.py: nothing is written, and no version is served
 for it), and that is compared with the stored value (``compared_by_conversion_review``). Empty maps the
 stored value does not have are left out on that path: a webhook built on typed structs adds ``status: {}`` to every
-object it converts. An empty map the stored value has stays, so one the webhook drops is judged as a removal.
+object it converts; so are empty maps in metadata, on both sides (round_trip_pair). Any other empty map the stored
+value has stays, so one the webhook drops is judged as a removal.
 When the webhook cannot be asked, the objects are counted in ``skipped`` and ``unverified`` says why: the
 role's gate stops on them like on pruning (crd_upgrade_accept_pruning), never silently.
 """
@@ -197,10 +198,20 @@ def _pair(transport: Transport, sampler: EtcdSampler, crd: Crd, raw: RawValue, n
     return None
 
 
+def without_empty_maps(value: Any) -> Any:
+    """``value`` without any empty map, at any depth."""
+    if isinstance(value, dict):
+        kept = {k: without_empty_maps(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v != {}}
+    if isinstance(value, list):
+        return [without_empty_maps(v) for v in value]
+    return value
+
+
 def without_added_empty_maps(converted: Any, stored: Any) -> Any:
     """``converted`` without the empty maps that ``stored`` has no key for: a webhook built on typed structs adds
-    ``status: {}`` to every object it converts. An empty map the stored value has is kept on both sides, so one the
-    conversion drops is judged like any other removal (normalised.py), not hidden."""
+    ``status: {}`` to every object it converts. An empty map the stored value has is kept, so one the conversion
+    drops is judged like any other removal (normalised.py), not hidden."""
     if isinstance(converted, dict):
         had: Dict[str, Any] = stored if isinstance(stored, dict) else {}
         kept = {k: without_added_empty_maps(v, had.get(k)) for k, v in converted.items()}
@@ -209,6 +220,19 @@ def without_added_empty_maps(converted: Any, stored: Any) -> Any:
         pairs = stored if isinstance(stored, list) and len(stored) == len(converted) else [None] * len(converted)
         return [without_added_empty_maps(v, old) for v, old in zip(converted, pairs, strict=True)]
     return converted
+
+
+def round_trip_pair(stored: Dict[str, Any], back: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """(stored, back) as compared after a webhook round trip. Empty maps in metadata are left out on both sides:
+    the apiserver owns metadata's shape (``annotations: {}`` and none are one ObjectMeta), and its schema declares no
+    members to judge them by. Elsewhere only the empty maps the webhook adds are left out of ``back``."""
+    stored, back = _metadata_without_empty_maps(stored), _metadata_without_empty_maps(back)
+    return stored, without_added_empty_maps(back, stored)
+
+
+def _metadata_without_empty_maps(obj: Dict[str, Any]) -> Dict[str, Any]:
+    meta = obj.get("metadata")
+    return dict(obj, metadata=without_empty_maps(meta)) if isinstance(meta, dict) else obj
 
 
 def _pair_by_review(transport: Transport, crd: Crd, raw: RawValue, ns: Optional[str], name: str,
@@ -236,8 +260,8 @@ def _pair_by_review(transport: Transport, crd: Crd, raw: RawValue, ns: Optional[
             stored_version, exc)
         return None
     diff.compared_by_conversion_review += 1
-    stored = json.loads(raw.value)
-    return stored, without_added_empty_maps(back, stored), stored_version
+    stored, back = round_trip_pair(json.loads(raw.value), back)
+    return stored, back, stored_version
 
 
 class _Schemas:

@@ -115,3 +115,20 @@ def test_an_empty_object_release_ns_webhook_drops_is_lost_where_release_ns_schem
     f = forecast_crd(FakeApi({}), FakeSampler(values), Crd.from_api(live), release, "/registry", 20,
                      converter=drops_empty)
     assert (f.removed, f.normalised) == ({".spec.opts": 1}, {".spec.plain": 1})
+
+
+def test_empty_metadata_maps_a_webhook_drops_are_no_difference():
+    """The apiserver owns metadata's shape: `annotations: {}` and none are one ObjectMeta, so a webhook built on
+    ObjectMeta (`omitempty`) leaving it out is neither lost nor normalised."""
+    hook = {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"],
+                                               "clientConfig": {"url": "https://hook.example/convert"}}}
+    live, release = _crds(conversion=hook)
+
+    def typed_meta(crd, objects, desired):
+        return [dict(o, apiVersion=desired, metadata={k: v for k, v in o["metadata"].items() if v != {}})
+                for o in objects]
+
+    value = raw("a", "v1", 10, metadata={"name": "a", "namespace": "default", "annotations": {}}, spec={"size": 1})
+    f = forecast_crd(FakeApi({}), FakeSampler([value]), Crd.from_api(live), release, "/registry", 20,
+                     converter=typed_meta)
+    assert (f.compared, f.removed, f.normalised) == (1, {}, {})
