@@ -54,6 +54,6 @@ def fill_defaults(value: Any, schema: Optional[Schema]) -> Any:
     return value
 
 
-def served(value: Any, schema: Optional[Schema]) -> Any:
+def with_defaults(value: Any, schema: Optional[Schema]) -> Any:
     """A copy of ``value`` with ``schema``'s structural defaults filled in (``value`` is left as it is)."""
     return fill_defaults(copy.deepcopy(value), schema)

@@ -19,8 +19,8 @@ So a removed path counts as normalised when the stored value is ``false``, ``0``
 schema of the version the objects are compared at declares the field, and the value served with it (the stored
 value with that schema's defaults filled in) is the value served without it: still the bare zero value with no
 default for the field, or the field's default served the same. An ``{}`` whose schema lists ``required`` members
-is never normalised: kept, the object fails that schema's validation on its next write; dropped, it passes, and
-that is a change the operator must see. Every other removal is a loss. Both are counted per occurrence: one list
+is never normalised: kept, it makes the object one that schema refuses (a create with it fails); dropped, the
+object is valid, and that is a change the operator must see. Every other removal is a loss. Both are counted per occurrence: one list
 item's ``false`` dropped and another item's ``true`` dropped at the same path are one normalised and one lost
 value.
 """
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Set, Tuple
 
-from ..kube.structural_defaults import served
+from ..kube.structural_defaults import with_defaults
 from .field_paths import IGNORED_PATHS, key_path, leaf_paths
 
 Schema = Mapping[str, Any]
@@ -57,10 +57,10 @@ def _member_schema(schema: Schema, key: str) -> Optional[Schema]:
 def _served_the_same_without(value: Any, member: Schema) -> bool:
     """The apiserver serves the field the same whether ``value`` is kept or left out (module docstring)."""
     if value == {} and member.get("required"):
-        return False  # kept, it fails validation on the next write; dropped, it passes
-    served_with: Any = served(value, member)
+        return False  # kept, the schema refuses the object (a create with it fails); dropped, it is valid
+    served_with: Any = with_defaults(value, member)
     if "default" in member and member["default"] is not None:
-        return bool(served(member["default"], member) == served_with)  # left out, it reads as the default
+        return bool(with_defaults(member["default"], member) == served_with)  # left out, it reads as the default
     return bool(served_with == value)  # left out, it stays absent: the same only if nothing was filled into the zero
 
 

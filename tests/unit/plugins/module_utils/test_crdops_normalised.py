@@ -9,7 +9,7 @@ no `opts` differently) is tests/integration/test_normalised_served.py; here the 
 
 from __future__ import annotations
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.structural_defaults import served
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.structural_defaults import with_defaults
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.normalised import split_removed
 
 DEFAULTED_MEMBER = {"type": "object", "properties": {"mode": {"type": "string", "default": "fast"}}}
@@ -64,11 +64,11 @@ def test_a_zero_value_whose_default_is_something_else_is_still_lost():
                                                                                        {".spec.n"})
 
 
-def test_served_fills_nested_defaults_only_where_the_parent_exists_as_the_apiserver_does():
+def test_with_defaults_fills_nested_defaults_only_where_the_parent_exists_as_the_apiserver_does():
     schema = _spec(opts=DEFAULTED_MEMBER, nul={"type": "string", "default": "d"},
                    ok={"type": "string", "nullable": True, "default": "d"},
                    list={"type": "array", "items": DEFAULTED_MEMBER})
     value = {"spec": {"nul": None, "ok": None, "list": [{}, {"mode": "slow"}]}}
-    assert served(value, schema) == {"spec": {"nul": "d", "ok": None, "list": [{"mode": "fast"}, {"mode": "slow"}]}}
-    assert served({"spec": {"opts": {}}}, schema)["spec"]["opts"] == {"mode": "fast"}
+    assert with_defaults(value, schema) == {"spec": {"nul": "d", "ok": None, "list": [{"mode": "fast"}, {"mode": "slow"}]}}
+    assert with_defaults({"spec": {"opts": {}}}, schema)["spec"]["opts"] == {"mode": "fast"}
     assert value["spec"]["nul"] is None  # the caller's value is not changed
