@@ -238,7 +238,9 @@ crds:
         compared: {description: Values taken through release N and back., type: int, returned: when checked}
         removed: {description: Path -> values the re-store would delete for good., type: dict, returned: when checked}
         normalised:
-          description: Path -> zero values the conversion leaves out (the same value when read).
+          description: >-
+            Path -> zero values the conversion leaves out that release N's schema serves the same without (no
+            default there, none filled into an empty object, no required members).
           type: dict
           returned: when checked
         examples: {description: Path -> up to three objects it was seen in., type: dict, returned: when checked}
@@ -310,7 +312,8 @@ crds:
         normalised:
           description: >-
             Path -> objects where the conversion leaves out a zero value (V(false), V(0), empty) of a field the
-            stored version's schema declares with no default: the same value when read, not a loss.
+            stored version's schema declares, and the apiserver serves the object the same without it (no default
+            there, none it fills into an empty object, no required members): not a loss.
           type: dict
           returned: when checked
         changed: {description: Path -> objects whose value at it changes., type: dict, returned: when checked}

@@ -108,6 +108,15 @@ def convert_object(obj: dict, desired: str) -> dict:
     return out
 
 
+def convert_dropping_empty_objects(obj: dict, desired: str) -> dict:
+    """``convert_object``, then every ``{}`` member of spec left out, as a webhook that normalises empty objects away
+    does (Go's ``omitempty`` does it for maps): ``/convert-drop-empty``."""
+    out = convert_object(obj, desired)
+    if isinstance(out.get("spec"), dict):
+        out["spec"] = {k: v for k, v in out["spec"].items() if v != {}}
+    return out
+
+
 def _obj(**props) -> dict:
     return {"type": "object", "properties": props}
 
@@ -147,7 +156,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.owner.calls[self.path] = self.server.owner.calls.get(self.path, 0) + 1
         if self.path.startswith("/convert"):
             req = body["request"]
-            converted = [convert_object(o, req["desiredAPIVersion"]) for o in req["objects"]]
+            convert = convert_dropping_empty_objects if self.path.startswith("/convert-drop-empty") else convert_object
+            converted = [convert(o, req["desiredAPIVersion"]) for o in req["objects"]]
             reply = {"apiVersion": body["apiVersion"], "kind": "ConversionReview",
                      "response": {"uid": req["uid"], "convertedObjects": converted, "result": {"status": "Success"}}}
         elif self.path.startswith("/hold-updates"):
@@ -320,7 +330,8 @@ class _Server(ThreadingHTTPServer):
 
 
 class WebhookServer:
-    """Serve /convert and /deny-updates on 127.0.0.1 (or ``host``) with a cert from the cluster's CA."""
+    """Serve /convert (and /convert-drop-empty), /hold-updates and /deny-updates on 127.0.0.1 (or ``host``) with a
+    cert from the cluster's CA."""
 
     def __init__(self, pki: Pki, folder: Path, port: int = 0,
                  deny_message: str = "crdops-test: updates of this resource are frozen", host: str = "127.0.0.1",

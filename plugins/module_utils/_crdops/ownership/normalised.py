@@ -7,21 +7,29 @@
 
 A conversion webhook built on Go types drops a field whose value is the type's zero value when the field is
 tagged ``omitempty`` (cert-manager's ``isCA bool `json:"isCA,omitempty"```): an object written with
-``isCA: false`` comes back without ``isCA``. Read at any version, absent and ``false`` are the same value for that
-type, so nothing is lost, unless the schema gives the field a default (then absent reads as the default, not as
-the zero value). A field the schema does not declare is different: the apiserver prunes it, and that is a loss
+``isCA: false`` comes back without ``isCA``. To a client, absent and ``false`` are the same value for that type,
+so nothing is lost, as long as the apiserver serves the object the same way with the value and without it. It
+does not when the schema defaults something there (kube/structural_defaults.py): absent reads as the field's own
+``default``, and an ``{}`` kept is filled with its members' defaults (``opts: {}`` is served as
+``opts: {mode: fast}``, an object without ``opts`` without it, since nested defaults are filled only where the
+parent exists). A field the schema does not declare is different: the apiserver prunes it, and that is a loss
 whatever its value.
 
 So a removed path counts as normalised when the stored value is ``false``, ``0``, ``""``, ``[]`` or ``{}``, the
-schema of the version the objects are compared at declares the field, and declares no default for it. Every other
-removal is a loss. Both are counted per occurrence: one list item's ``false`` dropped and another item's ``true``
-dropped at the same path are one normalised and one lost value.
+schema of the version the objects are compared at declares the field, and the value served with it (the stored
+value with that schema's defaults filled in) is the value served without it: still the bare zero value with no
+default for the field, or the field's default served the same. An ``{}`` whose schema lists ``required`` members
+is never normalised: kept, it makes the object one that schema refuses (a create with it fails); dropped, the
+object is valid, and that is a change the operator must see. Every other removal is a loss. Both are counted per occurrence: one list
+item's ``false`` dropped and another item's ``true`` dropped at the same path are one normalised and one lost
+value.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Set, Tuple
 
+from ..kube.structural_defaults import with_defaults
 from .field_paths import IGNORED_PATHS, key_path, leaf_paths
 
 Schema = Mapping[str, Any]
@@ -46,9 +54,19 @@ def _member_schema(schema: Schema, key: str) -> Optional[Schema]:
     return extra if isinstance(extra, Mapping) else None
 
 
+def _served_the_same_without(value: Any, member: Schema) -> bool:
+    """The apiserver serves the field the same whether ``value`` is kept or left out (module docstring)."""
+    if value == {} and member.get("required"):
+        return False  # kept, the schema refuses the object (a create with it fails); dropped, it is valid
+    served_with: Any = with_defaults(value, member)
+    if "default" in member and member["default"] is not None:
+        return bool(with_defaults(member["default"], member) == served_with)  # left out, it reads as the default
+    return bool(served_with == value)  # left out, it stays absent: the same only if nothing was filled into the zero
+
+
 def _dropped(value: Any, member: Optional[Schema]) -> bool:
-    """A value left out that reads the same: zero, declared, and not defaulted to something else."""
-    return member is not None and is_zero(value) and "default" not in member
+    """A value left out that reads the same: zero, declared, and served the same without it."""
+    return member is not None and is_zero(value) and _served_the_same_without(value, member)
 
 
 def split_removed(stored: Any, served: Any, schema: Optional[Schema],

@@ -29,8 +29,10 @@ they are stored at (what reading alone already drops or adds). When that version
 (cert-manager v1.6.1 keeps v1alpha2 with ``served: false``), the API cannot show it: the API's view at the
 storage version (the dry-run, what the re-store stores) is sent back to the stored version through the CRD's
 own webhook in a ``ConversionReview`` (webhook_review.py: nothing is written, and no version is served
-for it), and that is compared with the stored value (``compared_by_conversion_review``). Empty maps are
-left out on that path: a webhook built on typed structs adds ``status: {}`` to every object it converts.
+for it), and that is compared with the stored value (``compared_by_conversion_review``). Empty maps the
+stored value does not have are left out on that path: a webhook built on typed structs adds ``status: {}`` to every
+object it converts; so are empty maps in metadata, on both sides (round_trip_pair). Any other empty map the stored
+value has stays, so one the webhook drops is judged as a removal.
 When the webhook cannot be asked, the objects are counted in ``skipped`` and ``unverified`` says why: the
 role's gate stops on them like on pruning (crd_upgrade_accept_pruning), never silently.
 """
@@ -197,13 +199,40 @@ def _pair(transport: Transport, sampler: EtcdSampler, crd: Crd, raw: RawValue, n
 
 
 def without_empty_maps(value: Any) -> Any:
-    """``value`` without empty maps: a webhook built on typed structs adds ``status: {}`` to what it converts."""
+    """``value`` without any empty map, at any depth."""
     if isinstance(value, dict):
         kept = {k: without_empty_maps(v) for k, v in value.items()}
         return {k: v for k, v in kept.items() if v != {}}
     if isinstance(value, list):
         return [without_empty_maps(v) for v in value]
     return value
+
+
+def without_added_empty_maps(converted: Any, stored: Any) -> Any:
+    """``converted`` without the empty maps that ``stored`` has no key for: a webhook built on typed structs adds
+    ``status: {}`` to every object it converts. An empty map the stored value has is kept, so one the conversion
+    drops is judged like any other removal (normalised.py), not hidden."""
+    if isinstance(converted, dict):
+        had: Dict[str, Any] = stored if isinstance(stored, dict) else {}
+        kept = {k: without_added_empty_maps(v, had.get(k)) for k, v in converted.items()}
+        return {k: v for k, v in kept.items() if v != {} or k in had}
+    if isinstance(converted, list):
+        pairs = stored if isinstance(stored, list) and len(stored) == len(converted) else [None] * len(converted)
+        return [without_added_empty_maps(v, old) for v, old in zip(converted, pairs, strict=True)]
+    return converted
+
+
+def round_trip_pair(stored: Dict[str, Any], back: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """(stored, back) as compared after a webhook round trip. Empty maps in metadata are left out on both sides:
+    the apiserver owns metadata's shape (``annotations: {}`` and none are one ObjectMeta), and its schema declares no
+    members to judge them by. Elsewhere only the empty maps the webhook adds are left out of ``back``."""
+    stored, back = _metadata_without_empty_maps(stored), _metadata_without_empty_maps(back)
+    return stored, without_added_empty_maps(back, stored)
+
+
+def _metadata_without_empty_maps(obj: Dict[str, Any]) -> Dict[str, Any]:
+    meta = obj.get("metadata")
+    return dict(obj, metadata=without_empty_maps(meta)) if isinstance(meta, dict) else obj
 
 
 def _pair_by_review(transport: Transport, crd: Crd, raw: RawValue, ns: Optional[str], name: str,
@@ -231,7 +260,8 @@ def _pair_by_review(transport: Transport, crd: Crd, raw: RawValue, ns: Optional[
             stored_version, exc)
         return None
     diff.compared_by_conversion_review += 1
-    return without_empty_maps(json.loads(raw.value)), without_empty_maps(back), stored_version
+    stored, back = round_trip_pair(json.loads(raw.value), back)
+    return stored, back, stored_version
 
 
 class _Schemas:

@@ -18,7 +18,11 @@ N's own parts only, and back:
    embedded resources are kept);
 3. converted back to the version it is stored at, and compared with the stored value.
 
-What is missing on the way back is lost, unless it is a zero value the conversion only normalises (normalised.py).
+What is missing on the way back is lost, unless it is a zero value the conversion only normalises: release N's
+schema of the stored version serves the object the same with and without it, its defaults filled in as the
+apiserver fills them (normalised.py). An empty map the stored value has is kept in the comparison, so a webhook
+that drops ``opts: {}`` is judged like any removal; only empty maps the conversion adds, and those in metadata, are
+left out (storage_diff.round_trip_pair).
 Defaults are not forecast: the storage diff after the flip reports those, and they never stop the run. When
 release N's webhook cannot be asked (a webhook the release itself deploys, not running yet), the forecast says so
 and the check after the flip stays the guard.
@@ -36,7 +40,7 @@ from ..kube.errors import CrdOpsError
 from .etcd_scan import EtcdSampler, encoding_of, resource_prefix
 from ..ownership.field_paths import count_into
 from ..ownership.normalised import Schema, split_removed, version_openapi
-from .storage_diff import MAX_EXAMPLES, Converter, object_ref, webhook_converter, without_empty_maps
+from .storage_diff import MAX_EXAMPLES, Converter, object_ref, round_trip_pair, webhook_converter
 from ..kube.transport import Transport
 
 OBJECT_ROOT = ("apiVersion", "kind", "metadata")  # never pruned by a schema: the apiserver owns their shape
@@ -114,8 +118,8 @@ class _Trip:
         """(lost, normalised) paths of one stored value."""
         at_target = prune(self.to(stored, self.target), version_openapi(self.doc, self.target), root=True)
         back = self.to(at_target, stored_version) if stored_version != self.target else at_target
-        return split_removed(without_empty_maps(stored), without_empty_maps(back),
-                             version_openapi(self.doc, stored_version))
+        schema = version_openapi(self.doc, stored_version)  # release N's: it serves the value after the flip
+        return split_removed(*round_trip_pair(stored, back), schema)
 
 
 def forecast_crd(transport: Transport, sampler: EtcdSampler, live: Crd, release_doc: Mapping[str, Any], etcd_prefix: str,

@@ -338,3 +338,24 @@ def test_the_default_converter_asks_a_service_webhook_through_the_apiservers_ser
                                      "/proxy/convert"]
     assert sent[0][1]["request"]["desiredAPIVersion"] == "stable.example.com/v0"
     assert (d.compared_by_conversion_review, d.removed, d.unverified) == (1, {}, None)
+
+
+def test_an_empty_object_the_webhook_drops_is_lost_when_its_members_have_defaults_and_normalised_when_not():
+    """Only the empty maps the webhook adds are left out of the comparison: an `opts: {}` the stored value has and
+    the webhook drops is a removal. v0 serves `opts: {}` as `opts: {mode: fast}`, so dropping it is a loss; `plain: {}`
+    has no defaults below it, so dropping it is normalised; the webhook's own `status: {}` is still no difference."""
+    hook = {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"]}}
+    crd_obj = _with_v0_schema(make_crd(versions=(("v0", False, False), ("v1", True, False), ("v2", True, True)),
+                                       conversion=hook), {
+        "opts": {"type": "object", "properties": {"mode": {"type": "string", "default": "fast"}}},
+        "plain": {"type": "object", "properties": {"name": {"type": "string"}}}, "csr": {"type": "string"}})
+
+    def drops_empty(c, objects, desired):
+        return [dict(o, apiVersion=desired, spec={"csr": o["spec"]["csr"]}, status={}) for o in objects]
+
+    values = [raw("a", "v0", 11, spec={"csr": "x", "opts": {}, "plain": {}})]
+    api = FakeApi({path("a"): view("a", "v2", 11, spec={"csr": "x"}),
+                   "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.stable.example.com":
+                   (200, crd_obj)})
+    d = diff_crd(api, FakeSampler(values), Crd.from_api(crd_obj), "/registry", converter=drops_empty)
+    assert (d.removed, d.normalised, d.added) == ({".spec.opts": 1}, {".spec.plain": 1}, {})

@@ -95,3 +95,40 @@ def test_only_a_release_that_moves_the_storage_version_is_forecast():
     assert forecast_of(FakeApi({}), None, Crd.from_api(live), [same], "/registry", 20) is None
     assert forecast_of(FakeApi({}), None, Crd.from_api(live), [], "/registry", 20) is None
     assert forecast_of(FakeApi({}), None, Crd.from_api(live), [release], "/registry", 20)["checked"] is False
+
+
+def test_an_empty_object_release_ns_webhook_drops_is_lost_where_release_ns_schema_defaults_its_members():
+    """Release N's v1 schema serves `opts: {}` as `opts: {mode: fast}`: a webhook that drops it changes the object.
+    The stored `opts: {}` is compared as it is (only empty maps the webhook adds are left out)."""
+    hook = {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"],
+                                               "clientConfig": {"url": "https://hook.example/convert"}}}
+    live, release = _crds(conversion=hook)
+    release["spec"]["versions"][0]["schema"] = {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+        "type": "object", "properties": {"size": {"type": "integer"}, "plain": {"type": "object"}, "opts": {
+            "type": "object", "properties": {"mode": {"type": "string", "default": "fast"}}}}}}}}
+
+    def drops_empty(crd, objects, desired):  # a webhook that leaves out empty objects, and adds `status: {}`
+        return [dict(o, apiVersion=desired, status={}, spec={k: v for k, v in o["spec"].items() if v != {}})
+                for o in objects]
+
+    values = [raw("a", "v1", 10, spec={"size": 1, "opts": {}, "plain": {}})]
+    f = forecast_crd(FakeApi({}), FakeSampler(values), Crd.from_api(live), release, "/registry", 20,
+                     converter=drops_empty)
+    assert (f.removed, f.normalised) == ({".spec.opts": 1}, {".spec.plain": 1})
+
+
+def test_empty_metadata_maps_a_webhook_drops_are_no_difference():
+    """The apiserver owns metadata's shape: `annotations: {}` and none are one ObjectMeta, so a webhook built on
+    ObjectMeta (`omitempty`) leaving it out is neither lost nor normalised."""
+    hook = {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"],
+                                               "clientConfig": {"url": "https://hook.example/convert"}}}
+    live, release = _crds(conversion=hook)
+
+    def typed_meta(crd, objects, desired):
+        return [dict(o, apiVersion=desired, metadata={k: v for k, v in o["metadata"].items() if v != {}})
+                for o in objects]
+
+    value = raw("a", "v1", 10, metadata={"name": "a", "namespace": "default", "annotations": {}}, spec={"size": 1})
+    f = forecast_crd(FakeApi({}), FakeSampler([value]), Crd.from_api(live), release, "/registry", 20,
+                     converter=typed_meta)
+    assert (f.compared, f.removed, f.normalised) == (1, {}, {})
