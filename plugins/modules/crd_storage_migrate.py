@@ -14,8 +14,9 @@ author:
 requirements:
   - orjson (optional, faster JSON decoding on the hot path)
 description:
-  - Lists the objects of each selected CRD (metadata only, in pages; whole objects when managedFields entries are
-    translated through a conversion webhook, see below) and sends each one an empty
+  - Lists the objects of each selected CRD (metadata only, in pages; whole objects under conversion C(Webhook) with
+    O(removed_versions), whose translated managedFields entries are held against their object, see below) and sends
+    each one an empty
     JSON merge patch at the storage version. The apiserver re-encodes an object only when its stored
     bytes differ, so already migrated objects are not written and keep their resourceVersion; this
     gives an exact count of rewritten and unchanged objects. Object content is never sent.
@@ -26,7 +27,9 @@ description:
     version is removed (kubernetes/kubernetes#111937). This write, too, re-stores the object. Manager, operation,
     subresource and time are kept. A path the conversion is not shown to map is dropped from that entry alone and
     named (RV(crds[].managed_fields_managers)); an entry of which nothing maps is kept, and the version is listed in
-    RV(crds[].versions_not_removable). An object is never left without managedFields. See C(docs/how-it-works.md).
+    RV(crds[].versions_not_removable). An entry is translated only where every path it would own exists in its own
+    object as read at the storage version; otherwise it is kept, named in RV(crds[].entries_not_in_object), and its
+    version listed there too. An object is never left without managedFields. See C(docs/how-it-works.md).
   - A write answered 404 counts as C(gone) only when the Status names the object and a read at a version every
     apiserver serves confirms it; any other 404 fails that object (a lagging HA apiserver answers 404 for a
     version it has not loaded yet).
