@@ -13,16 +13,20 @@ def crd_upgrade_removed_versions(plan):
 
 
 def crd_upgrade_unmappable(migrated, plan):
-    """One line per managedFields entry kept at a version release N+1 removes because nothing of it maps."""
+    """One line per managedFields entry kept at a version release N+1 removes: nothing of it maps
+    (``unmappable_entries``), or, translated, it would own paths its object lacks (``entries_not_in_object``)."""
     removed = dict((c.get("name"), set(c.get("removed_versions") or [])) for c in plan or [])
     out = []
     for crd in migrated or []:
-        for u in crd.get("unmappable_entries") or []:
+        kept = [(u, u.get("why")) for u in crd.get("unmappable_entries") or []]
+        kept += [(u, "translated, it would own %s, which those objects do not have"
+                  % ", ".join(u.get("paths_missing") or [])) for u in crd.get("entries_not_in_object") or []]
+        for u, why in kept:
             if u.get("version") not in removed.get(crd.get("name"), ()):
                 continue
             out.append("%s: %s objects keep %s's %s entry at %s (e.g. %s): %s" % (
                 crd.get("name"), u.get("objects"), u.get("manager"), u.get("operation"), u.get("version"),
-                ", ".join(u.get("examples") or []), u.get("why")))
+                ", ".join(u.get("examples") or []), why))
     return out
 
 

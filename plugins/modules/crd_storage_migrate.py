@@ -14,7 +14,9 @@ author:
 requirements:
   - orjson (optional, faster JSON decoding on the hot path)
 description:
-  - Lists the objects of each selected CRD (metadata only, in pages) and sends each one an empty
+  - Lists the objects of each selected CRD (metadata only, in pages; whole objects under conversion C(Webhook) with
+    O(removed_versions), whose translated managedFields entries are held against their object, see below) and sends
+    each one an empty
     JSON merge patch at the storage version. The apiserver re-encodes an object only when its stored
     bytes differ, so already migrated objects are not written and keep their resourceVersion; this
     gives an exact count of rewritten and unchanged objects. Object content is never sent.
@@ -25,7 +27,9 @@ description:
     version is removed (kubernetes/kubernetes#111937). This write, too, re-stores the object. Manager, operation,
     subresource and time are kept. A path the conversion is not shown to map is dropped from that entry alone and
     named (RV(crds[].managed_fields_managers)); an entry of which nothing maps is kept, and the version is listed in
-    RV(crds[].versions_not_removable). An object is never left without managedFields. See C(docs/how-it-works.md).
+    RV(crds[].versions_not_removable). An entry is translated only where every path it would own exists in its own
+    object as read at the storage version; otherwise it is kept, named in RV(crds[].entries_not_in_object), and its
+    version listed there too. An object is never left without managedFields. See C(docs/how-it-works.md).
   - A write answered 404 counts as C(gone) only when the Status names the object and a read at a version every
     apiserver serves confirms it; any other 404 fails that object (a lagging HA apiserver answers 404 for a
     version it has not loaded yet).
@@ -508,10 +512,30 @@ crds:
       type: int
       returned: always
       version_added: 1.0.0
+    managed_fields_not_in_object:
+      description:
+        - Entries at a removed version kept as they are because, translated, they would own a path their own object,
+          as read at the storage version, does not have (see RV(crds[].entries_not_in_object)). The mapping's rules are
+          checked on up to 50 objects; a conversion that depends on another field may place another object's value
+          elsewhere, and its owner would be credited with a field the object lacks.
+      type: int
+      returned: always
+      version_added: 1.0.0
+    entries_not_in_object:
+      description:
+        - The entries of RV(crds[].managed_fields_not_in_object), per C(version), C(manager), C(operation),
+          C(subresource) - the number of C(objects), up to five C(examples) (C(namespace/name)) and C(paths_missing),
+          the translated paths (up to 20, for example C(.spec.mass.value)) those objects do not have. Their version is
+          in RV(crds[].versions_not_removable), and the role refuses release N+1.
+      type: list
+      elements: dict
+      returned: always
+      version_added: 1.0.0
     managed_fields_managers:
       description:
         - Per manager, operation, subresource and old version (C(manager), C(operation), C(subresource),
-          C(from_version)) - entries C(translated), C(rewritten), C(dropped), C(kept_unmappable), C(untouched), the
+          C(from_version)) - entries C(translated), C(rewritten), C(dropped), C(kept_unmappable),
+          C(kept_not_in_object), C(untouched), the
           C(objects) counted, and C(paths_dropped), the owned paths (up to 20, for example C(.spec.endpoint)) the
           conversion is not shown to map, dropped from that manager's entries. A stable field for reports.
       type: list
@@ -536,7 +560,9 @@ crds:
       returned: always
       version_added: 1.0.0
     versions_not_removable:
-      description: The versions of RV(crds[].unmappable_entries) - a release that removes one of them must not be applied.
+      description:
+        - The versions of RV(crds[].unmappable_entries) and RV(crds[].entries_not_in_object) - a release that removes
+          one of them must not be applied.
       type: list
       elements: str
       returned: always

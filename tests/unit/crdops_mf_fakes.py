@@ -3,6 +3,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """FakeCluster with managedFields: listed and read in metadata, changed only by a JSON patch.
 
+An object may also have a ``spec`` (as read at the storage version, ``set_spec``); like the apiserver, the fake
+returns it only to a read that asks for whole objects (an Accept that is not PartialObjectMetadata[List]), and
+``accepts`` records the Accept of every read of objects.
+
 The JSON patch is applied as the apiserver does (RFC 6902 on the object), restricted to what the engine may send:
 a ``test`` of metadata.resourceVersion and changes under metadata.managedFields. Anything else fails the test
 that sent it. A failed ``test`` answers 422 with the generic message kube-apiserver 1.37.2 gives.
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 
 from tests.unit.crdops_fakes import FakeCluster, not_found, resp, status
 
@@ -32,6 +37,18 @@ class MfCluster(FakeCluster):
         super().__init__()
         self.events = []
         self.json_patches = []  # (path, ops)
+        self.accepts = []  # (method, path, accept) of every read of objects
+        self.local = threading.local()  # the Accept of the request being routed (workers run in threads)
+
+    def request(self, method, path, *, query=None, body=None, content_type=None, accept=None):
+        self.local.accept = accept or ""
+        return super().request(method, path, query=query, body=body, content_type=content_type, accept=accept)
+
+    def whole(self):
+        return "as=PartialObjectMetadata" not in getattr(self.local, "accept", "")
+
+    def set_spec(self, crd_name, key, spec):
+        self.objects[crd_name][key]["spec"] = copy.deepcopy(spec)
 
     def set_managed_fields(self, crd_name, key, entries):
         self.objects[crd_name][key]["mf"] = copy.deepcopy(entries)
@@ -60,12 +77,16 @@ class MfCluster(FakeCluster):
             return self._json_patch(crd_name, group, plural, name, key, path, json.loads(body))
         out = super()._route(method, path, q, body, content_type)
         if out.ok and crd_name in self.objects:
+            if method == "GET":
+                self.accepts.append((method, path, getattr(self.local, "accept", "")))
             data = json.loads(out.data)
             for item in data.get("items") or [data]:
                 meta = item["metadata"]
                 k = "%s/%s" % (meta["namespace"], meta["name"]) if meta.get("namespace") else meta["name"]
                 if self.objects[crd_name].get(k, {}).get("mf"):
                     meta["managedFields"] = copy.deepcopy(self.objects[crd_name][k]["mf"])
+                if method == "GET" and self.whole() and "spec" in self.objects[crd_name].get(k, {}):
+                    item["spec"] = copy.deepcopy(self.objects[crd_name][k]["spec"])
             out = resp(out.status, data)
         return out
 

@@ -21,6 +21,12 @@ a ``test`` of the listed resourceVersion, that
 - removes an ``Update`` entry whose rewrite would duplicate another entry of the same manager (the apiserver keys
   Update managers with their apiVersion and would merge the two, losing one set).
 
+A translation is held against its own object when the caller has it (the re-store lists whole objects at the storage
+version when it translates, so this costs no request): the mapping's rules were checked on a sample only, and a
+conversion that depends on another field may put this object's value elsewhere (target_presence.py). An entry that
+would own a path the object lacks is kept as the apiserver left it, counted and named, and its version is reported
+not removable like an entry of which nothing maps.
+
 Which entries: those at the versions the target release removes (``fix_versions``). Without that list, conversion
 ``None`` fixes every version other than the storage version (paths are identical, nothing is lost), and a webhook
 conversion leaves every entry untouched and reports it. Entries at a version that stays served are never touched.
@@ -36,12 +42,13 @@ a controller still writing there, whose evidence would otherwise be relabelled b
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, FrozenSet, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, NamedTuple, Optional, Tuple
 
 from ..ha.server_clock import parse_time
 from ..kube.crd_schema import ANY_NODE
 from .field_mapping import FieldMapping, readable, walk_members
 from .last_applied import LAST_APPLIED, POINTER, LastAppliedFix, applied_version, fix_last_applied
+from .target_presence import paths_not_in_object
 
 
 # what the pass does to an entry at another version of the group
@@ -49,6 +56,8 @@ REWRITTEN = "rewritten"  # apiVersion set to the storage version (conversion Non
 TRANSLATED = "translated"  # apiVersion and fieldsV1 rewritten through the field mapping (webhook)
 DROPPED = "dropped"  # removed: its rewrite would duplicate another entry's identity
 KEPT_UNMAPPABLE = "kept_unmappable"  # nothing of it maps (or no mapping): kept, removal of its version refused
+# translated, it would own a path its object (read at the storage version) lacks: kept, removal of its version refused
+KEPT_NOT_IN_OBJECT = "kept_not_in_object"
 UNTOUCHED = "untouched"  # its version stays served (or no removed versions given under a webhook)
 CHANGES = (REWRITTEN, TRANSLATED, DROPPED)
 
@@ -65,6 +74,7 @@ class EntryFix(NamedTuple):
     entry: Optional[Dict[str, Any]] = None  # the entry to write (rewritten, translated)
     dropped_paths: Tuple[str, ...] = ()  # owned paths lost (translated, dropped)
     note: str = ""  # why kept or dropped
+    missing_paths: Tuple[str, ...] = ()  # kept_not_in_object: the translated paths its object lacks
 
 
 class StaleFields(NamedTuple):
@@ -154,6 +164,12 @@ class ManagedFieldsPolicy:
         self.mapping_for = mapping_for
         self.served = served
 
+    @property
+    def reads_objects(self) -> bool:
+        """Whether classify wants each object's own fields (``obj``): it translates entries through a field mapping,
+        and a translation is written only where the object has every path it names."""
+        return self.translate and self.mapping_for is not None
+
     def keeps_declaration(self, entry: Any, version: str) -> bool:
         """An applier's declaration, or a write since the run began, at a version still served: evidence left for the
         check before the next release."""
@@ -170,13 +186,15 @@ class ManagedFieldsPolicy:
         # a version the CRD no longer serves breaks server-side apply already (kubernetes#111937): fixed too
         return version in self.fix_versions or (self.served is not None and version not in self.served)
 
-    def classify(self, managed_fields: Any, annotations: Any = None) -> Optional[StaleFields]:
+    def classify(self, managed_fields: Any, annotations: Any = None,
+                 obj: Optional[Mapping[str, Any]] = None) -> Optional[StaleFields]:
         """The object's entries at other versions of the group and what to do with each, and its last-applied
-        annotation when that names a version being removed; None when there are none."""
+        annotation when that names a version being removed; None when there are none. ``obj``: the whole object as
+        read at the storage version (see ``reads_objects``); without it a translation is not held against it."""
         entries = list(managed_fields or ()) if isinstance(managed_fields, list) else []
         if not self.storage_version:
             return None
-        fixes = [self.decide(i, e) for i, e in enumerate(entries) if self.at_other_version(e)]
+        fixes = [self.decide(i, e, obj) for i, e in enumerate(entries) if self.at_other_version(e)]
         annotation = self.last_applied(annotations, entries)
         if not fixes:
             return StaleFields((), len(entries), policy=self, last_applied=annotation) if annotation else None
@@ -218,7 +236,7 @@ class ManagedFieldsPolicy:
         grp, ver = _split(str(entry.get("apiVersion") or ""))
         return grp == self.group and bool(ver) and ver != self.storage_version
 
-    def decide(self, index: int, entry: Dict[str, Any]) -> EntryFix:
+    def decide(self, index: int, entry: Dict[str, Any], obj: Optional[Mapping[str, Any]] = None) -> EntryFix:
         version = _split(str(entry.get("apiVersion")))[1]
         fix = EntryFix(index, UNTOUCHED, str(entry.get("manager") or ""), str(entry.get("operation") or ""),
                        str(entry.get("subresource") or ""), version)
@@ -236,6 +254,11 @@ class ManagedFieldsPolicy:
         if result.dropped and not result.mapped:
             return fix._replace(action=KEPT_UNMAPPABLE, dropped_paths=result.dropped,
                                 note="no owned path maps to %s (%s mapping)" % (self.storage_version, mapping.method))
+        missing = paths_not_in_object(result.fields, obj) if obj is not None else ()
+        if missing:  # the sampled rules do not hold for this object: crediting its owner would be a guess
+            return fix._replace(action=KEPT_NOT_IN_OBJECT, missing_paths=missing,
+                                note="translated, it would own %s, which the object does not have at %s (%s mapping)"
+                                % (", ".join(missing[:5]), self.storage_version, mapping.method))
         new_entry["fieldsV1"] = result.fields
         return fix._replace(action=TRANSLATED, entry=new_entry, dropped_paths=result.dropped)
 

@@ -8,7 +8,9 @@
 Entries changed are counted when their write succeeded (in check mode, when planned); entries left as they are
 (untouched, kept unmappable) when their object is listed. An entry kept because nothing of it maps blocks the
 removal of its version: ``unmappable_entries`` names the manager, the version and a few objects, and
-``versions_not_removable`` lists those versions (the role refuses to apply a release that removes one).
+``versions_not_removable`` lists those versions (the role refuses to apply a release that removes one). So does an
+entry kept because, translated, it would own a path its object lacks (``entries_not_in_object``): left at its
+version, it breaks server-side apply on that object once the version is removed, like an unmappable one.
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .last_applied import LastAppliedFix
 
-from .managed_fields import DROPPED, KEPT_UNMAPPABLE, REWRITTEN, TRANSLATED, UNTOUCHED, EntryFix
+from .managed_fields import DROPPED, KEPT_NOT_IN_OBJECT, KEPT_UNMAPPABLE, REWRITTEN, TRANSLATED, UNTOUCHED, EntryFix
 
 MAX_EXAMPLES = 5  # objects named per unmappable manager
 MAX_PATHS = 20  # dropped paths named per manager
-ACTIONS = (TRANSLATED, REWRITTEN, DROPPED, KEPT_UNMAPPABLE, UNTOUCHED)
+ACTIONS = (TRANSLATED, REWRITTEN, DROPPED, KEPT_UNMAPPABLE, KEPT_NOT_IN_OBJECT, UNTOUCHED)
 
 ManagerKey = Tuple[str, str, str, str]  # manager, operation, subresource, version
 
@@ -34,6 +36,7 @@ class ManagedFieldsTally:
         self.lock = threading.Lock()
         self.managers: Dict[ManagerKey, Dict[str, Any]] = {}
         self.unmappable: Dict[ManagerKey, Dict[str, Any]] = {}
+        self.not_in_object: Dict[ManagerKey, Dict[str, Any]] = {}
         self.last_applied: Dict[Tuple[str, str, str], Dict[str, Any]] = {}  # (owner, version, note) -> row
 
     def add(self, fixes: Iterable[EntryFix], obj: str) -> None:
@@ -54,6 +57,8 @@ class ManagedFieldsTally:
                             row["paths_dropped"].append(path)
                 if fix.action == KEPT_UNMAPPABLE:
                     self.note_unmappable(key, fix, obj)
+                if fix.action == KEPT_NOT_IN_OBJECT:
+                    self.note_not_in_object(key, fix, obj)
 
     def add_last_applied(self, fix: Optional[LastAppliedFix], obj: str) -> None:
         """kubectl's last-applied annotation of one object: rewritten (its write succeeded) or left as it is."""
@@ -79,6 +84,17 @@ class ManagedFieldsTally:
         if len(row["examples"]) < MAX_EXAMPLES:
             row["examples"].append(obj)
 
+    def note_not_in_object(self, key: ManagerKey, fix: EntryFix, obj: str) -> None:
+        row = self.not_in_object.setdefault(key, dict(
+            version=fix.version, manager=fix.manager, operation=fix.operation, subresource=fix.subresource or None,
+            objects=0, examples=[], paths_missing=[]))
+        row["objects"] += 1
+        if len(row["examples"]) < MAX_EXAMPLES:
+            row["examples"].append(obj)
+        for path in fix.missing_paths:
+            if path not in row["paths_missing"] and len(row["paths_missing"]) < MAX_PATHS:
+                row["paths_missing"].append(path)
+
     def count(self, action: str) -> int:
         with self.lock:
             return sum(int(row[action]) for row in self.managers.values())
@@ -89,6 +105,8 @@ class ManagedFieldsTally:
             managers = [dict(row, paths_dropped=sorted(row["paths_dropped"]))
                         for _key, row in sorted(self.managers.items())]
             unmappable = [dict(row) for _key, row in sorted(self.unmappable.items())]
+            not_in_object = [dict(row, paths_missing=sorted(row["paths_missing"]))
+                             for _key, row in sorted(self.not_in_object.items())]
             last_applied = [dict(row, paths_dropped=sorted(row["paths_dropped"]))
                             for _key, row in sorted(self.last_applied.items())]
         reduced = [m for m in managers if m["paths_dropped"] or m[DROPPED]]
@@ -101,7 +119,9 @@ class ManagedFieldsTally:
                 {"manager": m["manager"], "operation": m["operation"], "from_version": m["from_version"],
                  "paths_dropped": m["paths_dropped"], "entries_dropped": m[DROPPED]} for m in reduced],
             "unmappable_entries": unmappable,
-            "versions_not_removable": sorted(set(u["version"] for u in unmappable)),
+            "managed_fields_not_in_object": sum(m[KEPT_NOT_IN_OBJECT] for m in managers),
+            "entries_not_in_object": not_in_object,
+            "versions_not_removable": sorted(set(u["version"] for u in unmappable + not_in_object)),
             "last_applied_translated": sum(row["translated"] for row in last_applied),
             "last_applied": last_applied,
         }
@@ -133,4 +153,10 @@ def ownership_warnings(crd: str, fields: Dict[str, Any]) -> List[str]:
                    "(%s); removing %s would break server-side apply for them (e.g. %s)" % (
                        crd, u["objects"], u["manager"], u["operation"], u["version"], u["why"], u["version"],
                        ", ".join(u["examples"])))
+    for n in fields.get("entries_not_in_object") or []:
+        out.append("CRD %s: %d objects keep %s's %s entry at %s: translated, it would own %s, which they do not have "
+                   "(their conversion differs from the objects the mapping was checked on); removing %s would break "
+                   "server-side apply for them (e.g. %s)" % (
+                       crd, n["objects"], n["manager"], n["operation"], n["version"], ", ".join(n["paths_missing"]),
+                       n["version"], ", ".join(n["examples"])))
     return out

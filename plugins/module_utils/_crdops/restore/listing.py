@@ -3,7 +3,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 # PRIVATE: for internal use by crdops.migration only; may change in any release
-"""Metadata-only, paginated, streamed listing of a CRD's objects (PartialObjectMetadataList)."""
+"""Paginated, streamed listing of a CRD's objects: metadata only (PartialObjectMetadataList), or whole objects when
+the managedFields policy translates entries through a field mapping (``whole_objects``). A translation is held against
+the object's own fields (ownership/target_presence.py); the list already carries them, so that costs no request per
+object. The objects are read at the storage version, through the webhook, either way: only the answer is bigger."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from ..kube.crd import Crd
 from ..kube.errors import ApiError
 from ..ownership.last_applied import LastAppliedFix
 from ..ownership.managed_fields import EntryFix, ManagedFieldsPolicy, StaleFields
-from ..kube.transport import ACCEPT_PARTIAL_LIST, Transport, error_from_response
+from ..kube.transport import ACCEPT_PARTIAL_LIST, JSON, Transport, error_from_response
 
 
 class ObjectRef(NamedTuple):
@@ -46,15 +49,18 @@ class ListStats:
         self.resumed_inconsistent = 0
 
 
-# an object's managedFields and annotations -> the entries (and last-applied annotation) to fix (policy)
-Classify = Callable[[Any, Any], Optional[StaleFields]]
+# an object's managedFields and annotations (and, when the list has whole objects, the object) -> the entries (and
+# last-applied annotation) to fix (policy)
+Classify = Callable[..., Optional[StaleFields]]
 
 
-def _refs(items: Optional[Iterable[Mapping[str, Any]]], classify: Classify) -> List[ObjectRef]:
+def _refs(items: Optional[Iterable[Mapping[str, Any]]], classify: Classify, whole_objects: bool = False
+          ) -> List[ObjectRef]:
     out = []
     for item in items or ():
         meta = item.get("metadata") or {}
-        found = classify(meta.get("managedFields"), meta.get("annotations"))
+        found = (classify(meta.get("managedFields"), meta.get("annotations"), item) if whole_objects
+                 else classify(meta.get("managedFields"), meta.get("annotations")))
         kept_annotation = found.last_applied if found is not None and not found.translates_annotation else None
         out.append(ObjectRef(str(meta.get("namespace") or ""), str(meta.get("name", "")),
                              str(meta.get("resourceVersion") or ""),
@@ -77,6 +83,7 @@ def list_pages(
     stats: Optional[ListStats] = None,
     max_relists: int = 10,
     classify: Optional[Classify] = None,
+    whole_objects: bool = False,
 ) -> Iterator[List[ObjectRef]]:
     """Yield pages of :class:`ObjectRef` across all namespaces; nothing is kept across pages.
 
@@ -93,7 +100,7 @@ def list_pages(
         query = [("limit", str(page_size))]
         if token:
             query.append(("continue", token))
-        resp = transport.request("GET", path, query=query, accept=ACCEPT_PARTIAL_LIST)
+        resp = transport.request("GET", path, query=query, accept=JSON if whole_objects else ACCEPT_PARTIAL_LIST)
         if resp.status == 410:
             body = resp.status_body()
             new_token = (body.get("metadata") or {}).get("continue")
@@ -111,8 +118,8 @@ def list_pages(
         if not resp.ok:
             raise error_from_response(resp, "LIST %s" % path, cluster=transport.cluster_label, crd=crd.name)
         body = resp.json()
-        # the metadata-only list carries managedFields: note stale entries now, while the page is at hand
-        refs = _refs(body.get("items"), classify or default_classify(crd))
+        # the list carries managedFields: note stale entries now, while the page is at hand
+        refs = _refs(body.get("items"), classify or default_classify(crd), whole_objects)
         stats.pages += 1
         stats.listed += len(refs)
         token = (body.get("metadata") or {}).get("continue") or None
@@ -123,17 +130,19 @@ def list_pages(
 
 
 def first_page(transport: Transport, crd: Crd, limit: int, version: Optional[str] = None,
-               classify: Optional[Classify] = None) -> Tuple[List[ObjectRef], Optional[int]]:
-    """The first ``limit`` objects (metadata only) and the object count from the same answer
-    (``remainingItemCount``); the count is None when the server does not say."""
+               classify: Optional[Classify] = None, whole_objects: bool = False
+               ) -> Tuple[List[ObjectRef], Optional[int]]:
+    """The first ``limit`` objects (metadata only, unless ``whole_objects``) and the object count from the same
+    answer (``remainingItemCount``); the count is None when the server does not say."""
     path = crd.resource_path(version)
-    resp = transport.request("GET", path, query=[("limit", str(max(1, limit)))], accept=ACCEPT_PARTIAL_LIST)
+    resp = transport.request("GET", path, query=[("limit", str(max(1, limit)))],
+                             accept=JSON if whole_objects else ACCEPT_PARTIAL_LIST)
     if not resp.ok:
         raise error_from_response(resp, "LIST %s (limit %d)" % (path, limit), cluster=transport.cluster_label,
                                   crd=crd.name)
     body = resp.json()
     meta = body.get("metadata") or {}
-    refs = _refs(body.get("items"), classify or default_classify(crd))
+    refs = _refs(body.get("items"), classify or default_classify(crd), whole_objects)
     if meta.get("remainingItemCount") is not None:
         return refs, len(refs) + int(meta["remainingItemCount"])
     return refs, None if meta.get("continue") else len(refs)

@@ -27,7 +27,8 @@ from ..kube.errors import ApiError, CrdOpsError, NotFoundError
 from .listing import ObjectRef
 from ..ownership.last_applied import LastAppliedFix
 from ..ownership.managed_fields import EntryFix, ManagedFieldsPolicy, StaleFields, plan_patch, stale_entries
-from ..kube.transport import ACCEPT_PARTIAL, JSON_PATCH, MERGE_PATCH, ApiResponse, Transport, dumps, error_from_response
+from ..kube.transport import (
+    ACCEPT_PARTIAL, JSON, JSON_PATCH, MERGE_PATCH, ApiResponse, Transport, dumps, error_from_response)
 
 # outcome kinds of one object
 REWRITTEN, UNCHANGED, GONE, FAILED, NOT_ATTEMPTED = "rewritten", "unchanged", "gone", "failed", "not_attempted"
@@ -126,9 +127,15 @@ def is_test_failure(resp: ApiResponse) -> bool:
     return message == GENERIC_422 or "testing value" in message
 
 
-def read_metadata(transport: Transport, crd: Crd, ref: ObjectRef) -> ApiResponse:
+def read_metadata(transport: Transport, crd: Crd, ref: ObjectRef, whole_object: bool = False) -> ApiResponse:
+    """The object's metadata at the storage version; the whole object when the policy holds translations against it
+    (the same one request: the re-read after a failed test must classify as the listing did)."""
     path = crd.resource_path(namespace=ref.namespace or None, name=ref.name)
-    return transport.request("GET", path, accept=ACCEPT_PARTIAL)
+    return transport.request("GET", path, accept=JSON if whole_object else ACCEPT_PARTIAL)
+
+
+def _reads_objects(policy: Optional[ManagedFieldsPolicy]) -> bool:
+    return policy is not None and policy.reads_objects
 
 
 def managed_fields_write(transport: Transport, crd: Crd, ref: ObjectRef, stale: StaleFields) -> Outcome:
@@ -137,9 +144,10 @@ def managed_fields_write(transport: Transport, crd: Crd, ref: ObjectRef, stale: 
     path = crd.resource_path(namespace=ref.namespace or None, name=ref.name)
     rv: str = ref.resource_version
     current: Optional[StaleFields] = stale
+    newly_kept: Tuple[EntryFix, ...] = ()  # entries the listing meant to change that a fresh read keeps (counted)
     for _attempt in range(TEST_RETRIES + 1):
         if current is None:  # a fresh read shows no stale entry any more: the plain re-store is enough
-            return merge_write(transport, crd, ref, rv, stale=True)
+            return merge_write(transport, crd, ref, rv, stale=True)._replace(mf_fixes=newly_kept)
         plan = plan_patch(rv, current)
         manager = current.field_manager
         resp = transport.request("PATCH", path, body=dumps(plan.ops), content_type=JSON_PATCH, accept=ACCEPT_PARTIAL,
@@ -147,31 +155,45 @@ def managed_fields_write(transport: Transport, crd: Crd, ref: ObjectRef, stale: 
         what = "re-store with managedFields fix (JSON patch)"
         if resp.ok:
             kind = UNCHANGED if _rv_of(resp) == rv else REWRITTEN
-            return Outcome(kind, None, plan.rewritten, plan.dropped, True, plan.translated, current.changes,
-                           current.last_applied)
+            return Outcome(kind, None, plan.rewritten, plan.dropped, True, plan.translated,
+                           current.changes + newly_kept, current.last_applied)
         if resp.status == 404:
             return confirm_gone(transport, crd, ref, resp, what, True)
         if not is_test_failure(resp):
             return Outcome(FAILED, error_from_response(resp, what, **kw), stale_object=True)
-        fresh = read_metadata(transport, crd, ref)  # changed since the list: take its current entries
+        # changed since the list: take its current entries (and fields)
+        fresh = read_metadata(transport, crd, ref, _reads_objects(stale.policy))
         if fresh.status == 404:
             return confirm_gone(transport, crd, ref, fresh, "GET after a failed resourceVersion test", True)
         if not fresh.ok:
             return Outcome(FAILED, error_from_response(fresh, "GET after a failed resourceVersion test", **kw),
                            stale_object=True)
-        meta = (fresh.json() or {}).get("metadata") or {}
+        obj = fresh.json() or {}
+        meta = obj.get("metadata") or {}
         rv = str(meta.get("resourceVersion") or "")
-        current = reclassify(stale, meta.get("managedFields"), crd, meta.get("annotations"))
+        found = reclassify(stale, meta.get("managedFields"), crd, meta.get("annotations"), obj)
+        newly_kept = kept_since_listed(stale, found)
+        current = found if found is not None and found.writes else None
     return Outcome(FAILED, ApiError("the object changed between every read and write (%d resourceVersion tests "
                                     "failed); managedFields not fixed" % (TEST_RETRIES + 1), **kw), stale_object=True)
 
 
-def reclassify(listed: StaleFields, managed_fields: Any, crd: Crd, annotations: Any = None) -> Optional[StaleFields]:
-    """A fresh read's entries to fix, decided by the same policy as the listed ones."""
+def reclassify(listed: StaleFields, managed_fields: Any, crd: Crd, annotations: Any = None,
+               obj: Optional[Dict[str, Any]] = None) -> Optional[StaleFields]:
+    """A fresh read's entries at other versions, decided by the same policy as the listed ones (``obj``: the fresh
+    read, whole when the policy reads objects); None when it has none."""
     if listed.policy is None:
         return stale_entries(managed_fields, crd.group, crd.storage_version)
-    found = listed.policy.classify(managed_fields, annotations)
-    return found if found is not None and found.writes else None
+    return listed.policy.classify(managed_fields, annotations, obj if listed.policy.reads_objects else None)
+
+
+def kept_since_listed(listed: StaleFields, fresh: Optional[StaleFields]) -> Tuple[EntryFix, ...]:
+    """Entries the listing meant to change that the fresh read keeps (its object changed: a translated path is no
+    longer there). The listing counted only what it saw kept; the write's outcome counts these."""
+    if fresh is None:
+        return ()
+    planned = set((f.manager, f.operation, f.subresource, f.version) for f in listed.changes)
+    return tuple(f for f in fresh.kept if (f.manager, f.operation, f.subresource, f.version) in planned)
 
 
 def restore_object(transport: Transport, crd: Crd, ref: ObjectRef) -> Outcome:
@@ -204,15 +226,17 @@ def confirm_object(transport: Transport, crd: Crd, ref: ObjectRef,
             return confirm_gone(transport, crd, ref, resp, what)
         if not is_test_failure(resp):
             return Outcome(FAILED, error_from_response(resp, what, **kw))
-        fresh = read_metadata(transport, crd, ref)
+        fresh = read_metadata(transport, crd, ref, _reads_objects(policy))
         if fresh.status == 404:
             return confirm_gone(transport, crd, ref, fresh, "GET after a failed resourceVersion test")
         if not fresh.ok:
             return Outcome(FAILED, error_from_response(fresh, "GET after a failed resourceVersion test", **kw))
-        meta = (fresh.json() or {}).get("metadata") or {}
+        obj = fresh.json() or {}
+        meta = obj.get("metadata") or {}
         rv = str(meta.get("resourceVersion") or "")
         stale = (stale_entries(meta.get("managedFields"), crd.group, crd.storage_version) if policy is None
-                 else policy.classify(meta.get("managedFields"), meta.get("annotations")))
+                 else policy.classify(meta.get("managedFields"), meta.get("annotations"),
+                                      obj if policy.reads_objects else None))
         if stale is not None and stale.writes:
             return managed_fields_write(transport, crd, ref._replace(resource_version=rv), stale)
     return Outcome(FAILED, ApiError("the object changed between every read and write (%d resourceVersion tests "

@@ -340,7 +340,8 @@ class RestorePass:
     def plan_sample(self) -> None:
         r = self.result
         refs, r.object_count = first_page(self.transport, self.crd, self.options.preflight_sample,
-                                          classify=self.mf_policy.classify)
+                                          classify=self.mf_policy.classify,
+                                          whole_objects=self.mf_policy.reads_objects)
         self.note_kept(refs)
         self.stats.listed, self.stats.pages, r.pages = len(refs), 1, 1
         if self.probe is not None:
@@ -395,8 +396,9 @@ class RestorePass:
     def list_and_submit(self, executor: ThreadPoolExecutor) -> None:
         """List pages (metadata only) and hand each to the workers; a listing or probe failure stops the pass."""
         try:
+            # whole objects when entries are translated: each translation is held against its own object
             for refs in list_pages(self.transport, self.crd, self.options.page_size, stats=self.stats,
-                                   classify=self.mf_policy.classify):
+                                   classify=self.mf_policy.classify, whole_objects=self.mf_policy.reads_objects):
                 if self.must_stop():
                     break
                 self.note_kept(refs)

@@ -159,10 +159,11 @@ class ProgressFile:
 
 def _mf_words(entry: Dict[str, Any]) -> str:
     return ("managedFields entries at other versions: %d rewritten to the storage version, %d translated, %d dropped, "
-            "%d kept (nothing maps), %d untouched (%d objects)" % (
+            "%d kept (nothing maps), %d kept (not in their object), %d untouched (%d objects)" % (
                 entry.get("managed_fields_rewritten") or 0, entry.get("managed_fields_translated") or 0,
                 entry.get("managed_fields_dropped") or 0, entry.get("managed_fields_unmappable") or 0,
-                entry.get("managed_fields_untouched") or 0, entry.get("objects_with_stale_managed_fields") or 0))
+                entry.get("managed_fields_not_in_object") or 0, entry.get("managed_fields_untouched") or 0,
+                entry.get("objects_with_stale_managed_fields") or 0))
 
 
 def started_message(crd: Crd, removed_versions: Optional[Tuple[str, ...]] = None) -> str:

@@ -65,5 +65,11 @@ def test_a_step_is_the_function_of_that_name_with_the_arguments_given():
     assert crd_upgrade_step(migrated, "unmappable", plan) == STEPS["unmappable"](migrated, plan) == [
         "a.io: 2 objects keep m's Apply entry at v1 (e.g. ns/x): w"]
     assert crd_upgrade_step(migrated, "unmappable", plan=[]) == []   # keyword arguments reach the step too
+    # an entry kept because, translated, it would own paths its object lacks holds release N+1 back the same way
+    migrated[0]["entries_not_in_object"] = [{"version": "v1", "objects": 1, "manager": "d", "operation": "Apply",
+                                             "examples": ["ns/z"], "paths_missing": [".spec.mass.value"]}]
+    assert crd_upgrade_step(migrated, "unmappable", plan)[1] == (
+        "a.io: 1 objects keep d's Apply entry at v1 (e.g. ns/z): translated, it would own .spec.mass.value, which "
+        "those objects do not have")
     with pytest.raises(AnsibleFilterError, match="crd_upgrade_step: no step 'nope'; the steps are access_checks, "):
         crd_upgrade_step([], "nope")

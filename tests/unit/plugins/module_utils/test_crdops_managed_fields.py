@@ -252,6 +252,7 @@ def test_pass_webhook_translates_removed_version_entries_and_keeps_what_maps_not
     c.set_managed_fields(NAME, keys[0], [applied("flux", "v1", ["size", "color"]), applied("argo", "v0", ["size"])])
     c.set_managed_fields(NAME, keys[1], [applied("flux", "v1", ["endpoint"])])  # a split field: nothing maps
     c.set_managed_fields(NAME, keys[2], [applied("kubectl", "v2", ["size"])])
+    c.set_spec(NAME, keys[0], {"replicas": 1, "color": "red"})  # as read at v2: where the translated entry points
     r = migrate_crd(c, get_crd(c, NAME), opts(probe_conversion=False, removed_versions=(NAME + "/v1",)))
     assert r.ok and r.rewritten == 3 and sent  # the mapping was learnt by asking the webhook
     first = c.mf(NAME, keys[0])
@@ -271,3 +272,75 @@ def test_with_removed_versions_a_version_no_longer_served_is_fixed_too():
     policy = ManagedFieldsPolicy(G, "v2", "None", frozenset(["v1"]), served=frozenset(["v0", "v2"]))
     s = policy.classify([entry("old", G + "/v-gone"), entry("kept", G + "/v0"), entry("next", G + "/v1")])
     assert [(f.manager, f.action) for f in s.fixes] == [("old", REWRITTEN), ("kept", UNTOUCHED), ("next", REWRITTEN)]
+
+
+def weighed_pass_cluster():
+    """Four objects stored at v1 under a webhook, each with an applier's entry at v1 for `spec: {size, weight}`;
+    as read at v2 the first three have `mass.value` (they set `unit`), the fourth `legacyWeight` (it did not)."""
+    c = MfCluster()
+    c.add_crd(conversion=WEBHOOK, stored=("v1", "v2"))
+    c.add_objects(NAME, 4, namespaces=("a",), stored="v1")
+    keys = sorted(c.objects[NAME])
+    for i, key in enumerate(keys):
+        c.set_managed_fields(NAME, key, [dict(applied("deployer", "v1", ["size", "weight"]))])
+        c.set_spec(NAME, key, {"replicas": 1, "legacyWeight": 9} if i == 3 else
+                   {"replicas": 1, "mass": {"value": 9, "unit": "kg"}})
+    return c, keys
+
+
+def weight_policy():
+    """The exact mapping of the test webhook's conversion (tests/controlplane/webhook.py) from v1 to v2, learnt from
+    made-up objects that set `unit`: `weight -> mass.value`, true only for objects that set it."""
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.crd_schema import parse_schema
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.ownership.mapping_learn import learn_exact
+    from tests.controlplane.webhook import convert_object, widget_schemas
+
+    schemas = widget_schemas(presence_dependent=True)
+    learnt = learn_exact(lambda objs: [convert_object(dict(o, apiVersion=G + "/v1alpha1"), G + "/v1beta1")
+                                       for o in objs],
+                         parse_schema(schemas["v1alpha1"]), parse_schema(schemas["v1beta1"]), "v1", "v2")
+    return ManagedFieldsPolicy(G, "v2", "Webhook", frozenset(["v1"]), lambda v: learnt, frozenset(["v1", "v2"]))
+
+
+def test_pass_translates_an_entry_only_where_its_object_has_every_path_it_would_own():
+    c, keys = weighed_pass_cluster()
+    r = migrate_crd(c, get_crd(c, NAME), opts(probe_conversion=False, removed_versions=(NAME + "/v1",)),
+                    policy=(weight_policy(), None))
+    assert r.ok and r.rewritten == 4
+    for key in keys[:3]:
+        (translated,) = c.mf(NAME, key)
+        assert translated["apiVersion"] == G + "/v2"
+        assert translated["fieldsV1"] == {"f:spec": {"f:replicas": {}, "f:mass": {"f:value": {}}}}
+    # the fourth object has legacyWeight, not mass.value: its entry stays as the apiserver left it
+    assert c.mf(NAME, keys[3]) == [applied("deployer", "v1", ["size", "weight"])]
+    d = r.to_dict()
+    assert (d["managed_fields_translated"], d["managed_fields_not_in_object"]) == (3, 1)
+    assert d["entries_not_in_object"] == [dict(version="v1", manager="deployer", operation="Apply", subresource=None,
+                                               objects=1, examples=[keys[3]], paths_missing=[".spec.mass.value"])]
+    assert d["versions_not_removable"] == ["v1"]
+    # the listing brought the objects whole, so no object was read on its own
+    lists = [a for m, p, a in c.accepts if p.endswith("/crontabs")]
+    assert lists and all("as=PartialObjectMetadata" not in a for a in lists), lists
+    assert not [p for m, p, q in c.calls if m == "GET" and p.startswith("/apis/%s/" % G) and "/crontabs/" in p]
+
+
+def test_the_reread_after_a_failed_test_is_whole_and_holds_the_translation_against_it():
+    c, keys = weighed_pass_cluster()
+    moved = []
+
+    def hook(method, path, q, body):  # between the list and the write, another client drops the third's unit
+        if method == "PATCH" and path.endswith("/" + keys[2].split("/")[1]) and not moved:
+            moved.append(1)
+            o = c.objects[NAME][keys[2]]
+            o["rv"] = c.next_rv()
+            o["spec"] = {"replicas": 1, "legacyWeight": 9}
+    c.hooks.append(hook)
+    r = migrate_crd(c, get_crd(c, NAME), opts(probe_conversion=False, removed_versions=(NAME + "/v1",)),
+                    policy=(weight_policy(), None))
+    assert r.ok and moved
+    assert c.mf(NAME, keys[2]) == [applied("deployer", "v1", ["size", "weight"])]  # the fresh read decided
+    d = r.to_dict()
+    assert (d["managed_fields_translated"], d["managed_fields_not_in_object"]) == (2, 2)  # counted once each
+    assert sorted(d["entries_not_in_object"][0]["examples"]) == [keys[2], keys[3]]  # workers finish in any order
+    rereads = [a for m, p, a in c.accepts if p.endswith("/" + keys[2].split("/")[1])]
+    assert rereads and all("as=PartialObjectMetadata" not in a for a in rereads), rereads
