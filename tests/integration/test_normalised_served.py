@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from tests.controlplane.kube import KubeError, objects_path
-from tests.integration import engine  # noqa: F401 (puts the collection on sys.path, as for the other engine tests)
+# importing it puts the collection on sys.path, as for the other engine tests
+from tests.integration import engine  # noqa: F401  # pylint: disable=unused-import
 from tests.controlplane.webhook import WebhookServer
 from tests.integration.modrun import auth_args, run_module
 
@@ -64,8 +65,8 @@ def _gadget(group: str, name: str, spec: dict) -> dict:
 def test_an_empty_object_served_differently_without_it_is_forecast_as_lost(cluster, kube, group, webhook, tmp_path):
     kube.apply_crd(_crd(group, False, webhook))
     kube.ensure_namespace(NS)
-    kube.post(objects_path(group, "v1", PLURAL, NS), _gadget(group, "g-empty", {"size": 1, "opts": {}, "plain": {},
-                                                                                  "ref": {}}))
+    empty = {"size": 1, "opts": {}, "plain": {}, "ref": {}}
+    kube.post(objects_path(group, "v1", PLURAL, NS), _gadget(group, "g-empty", empty))
     kube.post(objects_path(group, "v1", PLURAL, NS), _gadget(group, "g-bare", {"size": 2}))
     release_n = _crd(group, True, webhook)
     manifest = tmp_path / "release-n.yaml"
