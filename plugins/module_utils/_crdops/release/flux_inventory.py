@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional
 
 from ..kube.transport import JSON, Transport
+from .client_evidence import _mapping
 
 KUSTOMIZE_GROUP = "kustomize.toolkit.fluxcd.io"
 # newest first: v1 since Flux 2.0; v1beta2 where an older Flux still serves only that
@@ -57,10 +58,6 @@ class Kustomization:
         if self.not_asked is not None:
             return "inventory not asked: %s" % self.not_asked
         return self.says
-
-
-def _mapping(value: Any) -> Dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _source_words(ref_namespace: str, spec: Mapping[str, Any], status: Mapping[str, Any]) -> str:
