@@ -186,19 +186,22 @@ def modules_round(pair, index: int, endpoints: bool) -> Outcome:
     return judge(pair, r, out)
 
 
+EXAMPLE_LAG_S = 1.0  # B's etcd lag in the example's round: every request through B waits it, and the role sends many
+
+
 def managed_example() -> dict:
     """The managed-cluster host of playbooks/inventory.example.yml (docs/managed-clusters.md points to it), its
-    crd_upgrade_* variables as written, but a settle of 10 s (above this test's 3-6 s lag) instead of 60."""
+    crd_upgrade_* variables as written, but a settle of 3 s (above the round's EXAMPLE_LAG_S) instead of 60."""
     hosts = yaml.safe_load((REPO / "playbooks" / "inventory.example.yml").read_text())["all"]["children"]
     example = hosts["clusters"]["hosts"]["prod-eu-2"]
     return dict({k: v for k, v in example.items() if k.startswith("crd_upgrade_")},
-                crd_upgrade_barrier_fallback_settle=10)
+                crd_upgrade_barrier_fallback_settle=3 * EXAMPLE_LAG_S)
 
 
-def role_round(pair, index: int, endpoints: bool, tmp_path: Path, **host_vars) -> Outcome:
+def role_round(pair, index: int, endpoints: bool, tmp_path: Path, lag: float = 3.0, **host_vars) -> Outcome:
     """The role through playbooks/fleet_upgrade.yml: flip, barrier, re-store, verify, trim, N+1."""
-    # 3 s: every request the role sends through B waits that long for etcd, and the role sends many
-    r = prepare(pair, index, delay=3.0)
+    # ``lag``: every request the role sends through B waits that long for etcd, and the role sends many
+    r = prepare(pair, index, delay=lag)
     started = time.monotonic()
     out = Outcome(r)
     folder = tmp_path / f"round-{index}"
@@ -277,7 +280,7 @@ def test_role_behind_haproxy(lb_pair, endpoints, tmp_path):
 def test_the_inventory_examples_managed_cluster_migrates_and_trims_behind_haproxy(lb_pair, tmp_path):
     # no apiserver list, as on a managed control plane: the example's settle fallback, and its acceptance of a trim
     # proven after it, take the run through to release N+1
-    out = role_round(lb_pair, 51, False, tmp_path, **managed_example())
+    out = role_round(lb_pair, 51, False, tmp_path, lag=EXAMPLE_LAG_S, **managed_example())
     assert out.verdict == OK, out.line()
 
 
