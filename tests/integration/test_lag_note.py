@@ -157,20 +157,11 @@ def release_in_run_2s_drain(a: Kube, s: Seeded, run: ModuleRun, holds: Holds, ga
     raise AssertionError("run 2 neither drained nor ended")
 
 
-def test_a_run_killed_inside_its_drain_leaves_the_lag_for_the_next_run(lagging_ha, group):
-    """B sees etcd LAG_S late. An update of one object is begun through B before the storage flips through A and is
-    held by a webhook (it keeps B's old storage for its whole life). Run 1's barrier sees B lag, B catches up, run 1
-    announces its drain and is SIGKILLed inside it (a lost controller host). The flip is then let grow older than the
-    window and its admission margin; run 2 (confirm_passes 0) finds every member current. It must still drain a whole
-    window after its first all-current round, because run 1's note says B lagged: the held update is let go inside
-    that drain and commits old-version bytes, which run 2's pass then re-stores. On the code before, the note was
-    written only on the exception path: run 2 drained nothing, and the update, let go after run 2, left its object
-    at the old version behind a record."""
-    pair, webhook = lagging_ha
-    a, b = admin_kube(pair, 0), admin_kube(pair, 1)
-    b_url = pair.apiservers[1].url
-    # release N-1 stores v1alpha1 and already serves v1beta1: B's old storage reads what A writes after the flip, so a
-    # retry of the held update (after a write of its object) commits too, at v1alpha1
+def hold_an_update_through_b(a: Kube, b: Kube, webhook: WebhookServer, group: str) -> tuple[Seeded, HeldUpdates]:
+    """20 objects at v1alpha1 (release N-1, v1beta1 served too), and a label update of HELD begun through B and held
+    by the webhook: it has B's old storage for its whole life. v1beta1 is served before the flip so that B's old
+    storage reads what A writes after it: a retry of the update after a write of its object commits too, at
+    v1alpha1."""
     s = Seeded(group, "widgets", "Widget", "Namespaced")
     a.apply_crd(crd_at(s, "v1alpha1"))
     create_objects(a, s, "v1alpha1", 20, ["ns-a"])
@@ -185,8 +176,24 @@ def test_a_run_killed_inside_its_drain_leaves_the_lag_for_the_next_run(lagging_h
                 raise
             time.sleep(0.1)
     time.sleep(1.5)  # the admission plugins load webhook configurations from their informers
-    updates = HeldUpdates(b, s, {HELD: "late"})  # begun through B with its old storage: old bytes whenever it commits
+    updates = HeldUpdates(b, s, {HELD: "late"})
     webhook.holds.wait_held(1)
+    return s, updates
+
+
+def test_a_run_killed_inside_its_drain_leaves_the_lag_for_the_next_run(lagging_ha, group):
+    """B sees etcd LAG_S late. An update of one object is begun through B before the storage flips through A and is
+    held by a webhook (it keeps B's old storage for its whole life). Run 1's barrier sees B lag, B catches up, run 1
+    announces its drain and is SIGKILLed inside it (a lost controller host). The flip is then let grow older than the
+    window and its admission margin; run 2 (confirm_passes 0) finds every member current. It must still drain a whole
+    window after its first all-current round, because run 1's note says B lagged: the held update is let go inside
+    that drain and commits old-version bytes, which run 2's pass then re-stores. On the code before, the note was
+    written only on the exception path: run 2 drained nothing, and the update, let go after run 2, left its object
+    at the old version behind a record."""
+    pair, webhook = lagging_ha
+    a, b = admin_kube(pair, 0), admin_kube(pair, 1)
+    b_url = pair.apiservers[1].url
+    s, updates = hold_an_update_through_b(a, b, webhook, group)
     held = time.monotonic()
     pair.etcd_link.lag(LAG_S)
     flip_storage(a, s, "v1beta1")  # through A; B learns it LAG_S late
