@@ -166,3 +166,121 @@ def test_the_readme_says_what_the_shipped_priority_level_gives():
     assert "%d nominal concurrency shares" % level["nominalConcurrencyShares"] in readme
     assert ("never borrowing" in readme) == (level["borrowingLimitPercent"] == 0)
     assert "behind everyone" not in readme
+
+
+def section(path: Path, heading: str) -> str:
+    """The text of a Markdown section: ``heading`` up to the next heading of its level."""
+    level = heading.split(" ", 1)[0]
+    return path.read_text().split("\n" + heading + "\n", 1)[1].split("\n" + level + " ", 1)[0]
+
+
+def words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _source_forms() -> dict:
+    """How the run names each kind of source for crd_upgrade_accept_broken_clients (client_evidence.sources_of), from
+    objects whose labels and annotations name it NS/NAME: {"Flux Kustomization": "NS/NAME", ...}."""
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.release import client_evidence as ev
+    metas = [{"labels": {ev.FLUX_NAME: "NAME", ev.FLUX_NAMESPACE: "NS"}},
+             {"annotations": {ev.HELM_NAME: "NAME", ev.HELM_NAMESPACE: "NS"}},
+             {"annotations": {ev.ARGO_TRACKING: "NAME:example.com/Widget:NS/w-0"}}]
+    return dict((s.what, s.ref) for meta in metas for s in ev.sources_of(meta))
+
+
+def _accepting(names: list, accept) -> "object":
+    """The client check of one CRD whose objects the names of the page's example name: a ``NS/NAME`` name is a Flux
+    Kustomization applying its objects, ``requests`` requests counted at the removed version, any other name a
+    field manager applying objects that name no source."""
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.release import client_evidence as ev
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.release import writers
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.flux_inventory import (
+        FLUX_MANAGER, Kustomization)
+    check = writers.CrdWriters("widgets.example.com", "example.com", ["v1"], storage_version="v2", kind="Widget")
+    source = re.compile(re.escape(_source_forms()[ev.FLUX_KUSTOMIZATION]).replace("NS", "(?P<ns>[^/]+)")
+                        .replace("NAME", "(?P<name>[^/]+)"))
+    for i, name in enumerate(names):
+        found = source.fullmatch(name)
+        if name == writers.REQUESTS:
+            check.traffic.append(writers.Traffic("https://10.0.0.1:6443", True, requests={"v1": 3}))
+            continue
+        labels = {ev.FLUX_NAME: found.group("name"), ev.FLUX_NAMESPACE: found.group("ns")} if found else {}
+        check.add({"namespace": "apps", "name": "w-%d" % i, "labels": labels, "managedFields": [
+            {"manager": FLUX_MANAGER if found else name, "operation": "Apply", "apiVersion": "example.com/v1",
+             "time": "2026-01-01T00:00:00Z"}]}, 0.0)
+    check.resolve_flux(type("Inventories", (), {"get": lambda self, ref: Kustomization(ref, not_asked="not found")})())
+    return writers.WritersResult([check], 0.0, 0.0, 30.0, "measured", accept=accept)
+
+
+def test_the_clients_page_accepts_clients_by_the_names_the_code_matches():
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.flux_inventory import FLUX_MANAGER
+    text = section(REPO / "docs" / "clients.md", "## Accepting a client that breaks")
+    page = words(text)
+    # the forms the page gives each kind of source are the references the run names them by
+    kinds = re.search(r"A list names sources as the run names them \(([^)]*)\)", page).group(1).split(", ")
+    for what, form in _source_forms().items():
+        part = next(p for p in kinds if what.split(" (")[0] in p)
+        written = re.search(r"`([^`]+)`", part).group(1) if "`" in part else "NAME" if part.endswith("by name") else part
+        assert written.replace("namespace", "NS").replace("name", "NAME") == form, (what, part, form)
+    # the page's example list: its sources are written as the code names them, and it accepts every client it names
+    settings = [yaml.safe_load(line) for line in text.split("```yaml", 1)[1].split("```", 1)[0].splitlines() if line]
+    example = next(s["crd_upgrade_accept_broken_clients"] for s in settings
+                   if isinstance(s["crd_upgrade_accept_broken_clients"], list))
+    flux = re.escape(_source_forms()["Flux Kustomization"]).replace("NS", "[^/]+").replace("NAME", "[^/]+")
+    assert any(re.fullmatch(flux, name) for name in example), (example, "no name of the form the code gives a source")
+    run = _accepting(example, example)
+    assert run.held_back == [] and run.unmatched_accepts() == [], (example, run.to_dict("c"))
+    assert all(client["held"] is False for client in run.broken_clients("c"))
+    assert "`crd_upgrade_result.broken_clients` with `held: false`" in page
+    # a field manager's name accepts none of the objects that name a source, and is said to accept nothing
+    manager = re.search(r"so accepting `([^`]+)` does not accept the objects of any Kustomization", page).group(1)
+    assert manager == FLUX_MANAGER
+    sources = [name for name in example if re.fullmatch(flux, name)]
+    run = _accepting(sources, [manager])
+    assert run.held_back and run.unmatched_accepts() == [manager], run.to_dict("c")
+    assert "(`writers.unmatched_accepts`)" in page and "unmatched_accepts" in run.to_dict("c")
+
+
+def _cert_manager_crds(release: str) -> list:
+    """The CRDs of a cert-manager release, as the walkthrough's test applies them (tests/data/fixtures/cert-manager)."""
+    folder = REPO / "tests" / "data" / "fixtures" / "cert-manager"
+    return [yaml.safe_load(p.read_text()) for p in sorted(folder.glob(release + "-*/*.yaml"))]
+
+
+def _role_template(path: str, pick, **variables) -> str:
+    """A Jinja expression of the role's task file ``path`` (``pick`` finds it in the parsed file), rendered."""
+    import jinja2
+    tasks = yaml.safe_load((REPO / "roles" / "crd_upgrade" / "tasks" / path).read_text())
+    return jinja2.Environment().from_string(pick(tasks)).render(**variables).strip()
+
+
+def test_the_cert_manager_walkthrough_says_what_v1_6_1_stops_serving_and_what_the_run_keeps_served():
+    from ansible_collections.crdops.migration.plugins.filter.serving import (
+        crd_upgrade_kept_served, crd_upgrade_unserving)
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.release import writers
+    text = words((REPO / "docs" / "cert-manager.md").read_text())
+    before_n = text.split("**Before v1.6.1 (release N).**", 1)[1].split("**Before v1.7.1", 1)[0]
+    named = re.findall(r"`(\w+)`", re.search(r"v1\.6\.1 lists (.*?) with `served: false`", before_n).group(1))
+    # what v1.6.1 stops serving on a cluster at v1.5.4 (every CRD of the test), as the role computes it
+    live = [{"name": d["metadata"]["name"], "versions": d["spec"]["versions"]} for d in _cert_manager_crds("v1.5.4")]
+    unserving = crd_upgrade_unserving(_cert_manager_crds("v1.6.1"), live)
+    assert len(unserving) == 3 and all(versions == named for versions in unserving.values()), (unserving, named)
+    row = next(cells for cells in table_rows(REPO / "docs" / "cert-manager.md", "## The releases") if cells[0] == "v1.6.1")
+    assert re.findall(r"`(v\w+)`", row[1].split("but", 1)[1]) == named and "`served: false`" in row[1], row
+    # a client left: the whole set stays served (kept_served), the console says so, the cluster ends held back
+    crd = sorted(unserving)[0]
+    check = writers.CrdWriters(crd, "cert-manager.io", unserving[crd], storage_version="v1", kind="Certificate")
+    check.add({"namespace": "ns", "name": "c-0", "managedFields": [{"manager": "kubectl", "operation": "Apply",
+                                                                    "apiVersion": "cert-manager.io/v1alpha2"}]}, 0.0)
+    kept = crd_upgrade_kept_served([check.to_dict(False)])
+    assert kept == {crd: named} and "`crd_upgrade_result.kept_served` maps the CRD to those three versions" in before_n
+    said = _role_template("unserving.yml", lambda ts: next(t for t in ts if "ansible.builtin.debug" in t)[
+        "ansible.builtin.debug"]["msg"], _crd_upgrade_check=False, item=dict(check.to_dict(False), name=crd))
+    quoted = next(q for q in re.findall(r"`([^`]*)`", before_n) if "applied with" in q)
+    assert all(part.strip().replace("<crd>", crd) in said for part in quoted.split("...")), (quoted, said)
+    status = _role_template("result.yml", lambda ts: ts[0]["ansible.builtin.set_fact"]["crd_upgrade_result"]["status"],
+                            _error="", _crd_upgrade_check=False, ansible_check_mode=False, _crd_upgrade_kept_served=kept)
+    assert status == "held back" and "the cluster ends `held back`" in before_n
+    # the test accepts every client: nothing is kept served, v1.6.1 goes on as shipped
+    assert '"crd_upgrade_accept_broken_clients": True' in (REPO / "tests" / "integration" / "test_cert_manager.py").read_text()
+    assert crd_upgrade_kept_served([check.to_dict(True)]) == {} and "and `kept_served` is empty" in text
