@@ -284,3 +284,29 @@ def test_the_cert_manager_walkthrough_says_what_v1_6_1_stops_serving_and_what_th
     # the test accepts every client: nothing is kept served, v1.6.1 goes on as shipped
     assert '"crd_upgrade_accept_broken_clients": True' in (REPO / "tests" / "integration" / "test_cert_manager.py").read_text()
     assert crd_upgrade_kept_served([check.to_dict(True)]) == {} and "and `kept_served` is empty" in text
+
+
+def test_the_managed_cluster_page_shows_the_example_inventorys_host_with_what_its_table_asks():
+    doc = REPO / "docs" / "managed-clusters.md"
+    part = section(doc, "## Variables you set")
+    host = re.search(r"host `([\w-]+)` of `playbooks/inventory\.example\.yml`", words(part)).group(1)
+    hosts = yaml.safe_load((REPO / "playbooks" / "inventory.example.yml").read_text())["all"]["children"]["clusters"]
+    assert host in hosts["hosts"], (host, list(hosts["hosts"]))
+    example = dict((k, v) for k, v in hosts["hosts"][host].items() if k.startswith("crd_upgrade_"))
+    ((shown_host, shown),) = yaml.safe_load(part.split("```yaml", 1)[1].split("```", 1)[0]).items()
+    assert shown_host == host and dict((k, v) for k, v in shown.items() if k.startswith("crd_upgrade_")) == example
+    # each default the table gives is the role's; what it says a managed cluster sets, the example host sets
+    for name, default, managed in ((literal(c[0]), c[1], c[2]) for c in table_rows(doc, "## Variables you set")):
+        assert literal(default) == ROLE_DEFAULTS[name], (name, default, ROLE_DEFAULTS[name])
+        value = re.match(r"`([^`]+)`", managed)
+        if value:
+            assert example.get(name) == yaml.safe_load(value.group(1)), (name, managed, example.get(name))
+        elif managed.startswith(("leave", "keep")):
+            assert name not in example, (name, managed)
+        elif managed.startswith("raise"):
+            assert example.get(name, ROLE_DEFAULTS[name]) >= ROLE_DEFAULTS[name], (name, example.get(name))
+    # the integration test that runs it: that host, with only the settle the page says changed
+    test = (REPO / "tests" / "integration" / "test_ha_loadbalancer.py").read_text().split("def managed_example", 1)[1]
+    assert re.search(r'\["hosts"\]\["([\w-]+)"\]', test).group(1) == host
+    settle = re.search(r"crd_upgrade_barrier_fallback_settle=(\d+)", test).group(1)
+    assert "with a settle of %s s instead of %s" % (settle, example["crd_upgrade_barrier_fallback_settle"]) in words(part)
