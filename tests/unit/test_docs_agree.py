@@ -310,3 +310,50 @@ def test_the_managed_cluster_page_shows_the_example_inventorys_host_with_what_it
     assert re.search(r'\["hosts"\]\["([\w-]+)"\]', test).group(1) == host
     settle = re.search(r"crd_upgrade_barrier_fallback_settle=(\d+)", test).group(1)
     assert "with a settle of %s s instead of %s" % (settle, example["crd_upgrade_barrier_fallback_settle"]) in words(part)
+
+
+class _Forbidden:
+    """A cluster where the run may list no Secret and no ConfigMap, in any namespace."""
+
+    cluster_label = "c"
+
+    def request(self, method, path, query=None, body=None, content_type=None, accept=None):
+        return type("Answer", (), {"status": 403, "ok": False})()
+
+
+def _render_report(template: str, report: dict) -> str:
+    """A report template as the role's `template` task renders it (jinja2, with the Ansible filter it uses)."""
+    import jinja2
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(REPO / "roles" / "crd_upgrade" / "templates")),
+                             trim_blocks=True)
+    env.filters["dict2items"] = lambda d: [{"key": k, "value": v} for k, v in d.items()]
+    return env.get_template(template).render(_crd_upgrade_report=report)
+
+
+def test_the_rbac_page_quotes_what_the_run_and_the_report_say_of_a_helm_release_not_checked():
+    from ansible_collections.crdops.migration.plugins.filter.crd_upgrade import crd_upgrade_held_back_entry
+    from ansible_collections.crdops.migration.plugins.filter.fleet import crd_upgrade_fleet_report
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.release import helm_releases, writers
+    page = words((REPO / "docs" / "rbac.md").read_text())
+    assert 'the release is "not checked" and **holds release N+1 back**' in page
+    quoted = re.search(r"the run, the held-back entries and the report name the permission \(`([^`]+)`\)", page).group(1)
+    # the objects name Helm release shop/widgets; neither Secrets nor ConfigMaps may be listed, there or anywhere
+    targets = {"widgets.example.com": ("example.com", "Widget", ["v1"])}
+    scan = helm_releases.scan_helm_releases(_Forbidden(), targets)
+    helm_releases.look_up_releases(_Forbidden(), scan, ["shop/widgets"], targets)
+    check = writers.CrdWriters("widgets.example.com", "example.com", ["v1"], storage_version="v2", kind="Widget")
+    check.add({"namespace": "shop", "name": "w-0", "annotations": {"meta.helm.sh/release-name": "widgets",
+                                                                  "meta.helm.sh/release-namespace": "shop"}}, 0.0)
+    check.add_unchecked_helm("shop/widgets", scan.not_checked["shop/widgets"])
+    run = writers.WritersResult([check], 0.0, 0.0, 30.0, "measured", helm=scan)
+    held = [crd_upgrade_held_back_entry(c) for c in run.to_dict("c")["crds"] if c["held_back"]]
+    cluster = {"cluster": "c", "status": "held back", "duration_s": 60.0, "readers_checked": True,
+               "crds": [{"name": "widgets.example.com", "removed_versions": ["v1"], "trimmed": True}],
+               "held_back": held, "broken_clients": run.broken_clients("c"), "helm_releases": run.helm_sentence(),
+               "totals": {"objects": 1, "rewritten": 1, "unchanged": 0, "failed": 0}}
+    report = crd_upgrade_fleet_report([cluster], "t", "2026-01-01T00:00:00+00:00")
+    said = {"the run": run.helm_sentence(), "the held-back entry": " ".join(held[0]["clients"]),
+            "the Markdown report": _render_report("report.md.j2", report),
+            "the HTML report": _render_report("report.html.j2", report)}
+    for where, text in said.items():
+        assert "not checked" in text and quoted.replace("X", "shop") in text, (where, quoted, text[-3000:])
