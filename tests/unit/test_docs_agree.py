@@ -6,6 +6,7 @@ for a role or playbook variable is the one the code uses, and every variable the
 documented."""
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -357,3 +358,17 @@ def test_the_rbac_page_quotes_what_the_run_and_the_report_say_of_a_helm_release_
             "the HTML report": _render_report("report.html.j2", report)}
     for where, text in said.items():
         assert "not checked" in text and quoted.replace("X", "shop") in text, (where, quoted, text[-3000:])
+
+
+def test_the_report_pages_json_example_is_what_the_report_code_writes():
+    from tools import report_example
+    page = (REPO / "docs" / "report.md").read_text()
+    target = (REPO / "Makefile").read_text().split("\ndocs-report:", 1)[1].split("\n\n", 1)[0]
+    assert "`make docs-report`" in page and "tools/report_example.py --write" in target
+    assert report_example.page_block(page) == report_example.block(), \
+        "docs/report.md's JSON example is not what the report code writes: run make docs-report"
+    # what the page says of the example holds of it
+    shown = json.loads(report_example.page_block(page).split("```json", 1)[1].split("```", 1)[0])
+    assert [c["cluster"] for c in shown["clusters"]] == [report_example.SHOWN]
+    assert "where only %s is kept" % report_example.SHOWN in words(page)
+    assert "longer than %d characters is cut" % report_example.LONGEST in words(page)
