@@ -351,13 +351,14 @@ def role_defaults() -> dict:
 
 
 @pytest.mark.skipif(not os.environ.get("CRDOPS_MANAGED_WAITS"), reason="on demand: CRDOPS_MANAGED_WAITS=1")
+@pytest.mark.parametrize("named", [False, True], ids=["settle-fallback", "every-apiserver-named"])
 @pytest.mark.parametrize("crds", [1, 10])
-def test_measure_the_waits_of_a_managed_cluster_at_the_role_defaults(lb_pair, crds):
+def test_measure_the_waits_of_a_managed_cluster_at_the_role_defaults(lb_pair, crds, named):
     """docs/managed-clusters.md ("What a whole cluster costs"): ``crds`` CRDs flipped together, then re-stored as the
-    role does it (one crd_storage_migrate over all of them), behind HAProxy with no apiserver named and no etcd URL,
-    at the role's defaults and the settle fallback; then the client check before release N+1 with the role's
-    writers window. Prints each CRD's barrier, drain, pass and confirming passes; $CRDOPS_MANAGED_WAITS_OUT gets
-    the same lines."""
+    role does it (one crd_storage_migrate over all of them), behind HAProxy with no etcd URL, at the role's defaults:
+    with no apiserver named (the settle fallback, as the example inventory's managed host) or with both named; then
+    the client check before release N+1 with the role's writers window. Prints each CRD's barrier, drain, pass and
+    confirming passes; $CRDOPS_MANAGED_WAITS_OUT gets the same lines."""
     d = role_defaults()
     group = f"w{crds}{uuid.uuid4().hex[:6]}.lb.crdops.test"
     rounds = [Round(i, group, 0.0, True, plural=f"gizmos{i}", kind=f"Gizmo{i}") for i in range(crds)]
@@ -369,21 +370,24 @@ def test_measure_the_waits_of_a_managed_cluster_at_the_role_defaults(lb_pair, cr
                                                          "metadata": {"name": f"g-{i:06d}"}, "spec": {"index": i}})
     for r in rounds:
         a.apply_crd(r.release_n())  # the flip of every CRD, as release N's one apply does it
+    barrier = ({MODULE_ENDPOINTS: [kas.url for kas in lb_pair.apiservers]} if named else
+               {"barrier_fallback": "settle", "barrier_fallback_settle": d["crd_upgrade_barrier_fallback_settle"]})
     started = time.monotonic()
     migrate = run_module("crd_storage_migrate", dict(
         auth_args(lb_pair, lb_pair.lb_context), names=[r.crd_name for r in rounds],
         barrier_settle=d["crd_upgrade_settle_seconds"], barrier_timeout=d["crd_upgrade_barrier_timeout"],
-        barrier_fallback="settle", barrier_fallback_settle=d["crd_upgrade_barrier_fallback_settle"],
-        drain_window=d["crd_upgrade_drain_window"], confirm_passes=d["crd_upgrade_confirm_passes"]), timeout=1800)
+        drain_window=d["crd_upgrade_drain_window"], confirm_passes=d["crd_upgrade_confirm_passes"], **barrier),
+        timeout=1800)
     restore_s = time.monotonic() - started
     assert not migrate.get("failed"), migrate.get("msg")
     started = time.monotonic()
     writers = run_module("crd_client_check", dict(
         auth_args(lb_pair, lb_pair.lb_context), check="writers", names=[r.crd_name for r in rounds],
-        removed_versions={r.crd_name: ["v1"] for r in rounds}, metrics_window=d["crd_upgrade_writers_window"]))
+        removed_versions={r.crd_name: ["v1"] for r in rounds}, metrics_window=d["crd_upgrade_writers_window"],
+        **({MODULE_ENDPOINTS: barrier[MODULE_ENDPOINTS]} if named else {})))
     writers_s = time.monotonic() - started
-    lines = [f"{crds} CRDs of {OBJECTS} objects, restore {restore_s:.1f} s, writers check {writers_s:.1f} s "
-             f"({writers['writers']['metrics']})"]
+    lines = [f"{crds} CRDs of {OBJECTS} objects, apiservers named: {named}, restore {restore_s:.1f} s, writers check "
+             f"{writers_s:.1f} s ({writers['writers']['metrics']})"]
     for c in migrate["crds"]:
         proof = c.get("proof") or {}
         lines.append(f"  {c['name'].split('.')[0]}: barrier {c['barrier']['mode']} {c['barrier']['polls']} polls "

@@ -372,3 +372,64 @@ def test_the_report_pages_json_example_is_what_the_report_code_writes():
     assert [c["cluster"] for c in shown["clusters"]] == [report_example.SHOWN]
     assert "where only %s is kept" % report_example.SHOWN in words(page)
     assert "longer than %d characters is cut" % report_example.LONGEST in words(page)
+
+
+def tables(text: str) -> list:
+    """Every Markdown table in ``text``: a list of rows of cells, the header row first."""
+    out, rows = [], []
+    for line in text.splitlines() + [""]:
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not set("".join(cells)) <= set("-: "):
+                rows.append(cells)
+        elif rows:
+            out.append(rows)
+            rows = []
+    return out
+
+
+def number(cell: str) -> float:
+    return float(re.search(r"`([0-9.]+)`", cell).group(1))
+
+
+def _waits(column: str, d: dict, fallback_settle: float) -> dict:
+    """A cluster's waits by the code: the barrier before each pass (barrier.py: polls 0.5 s apart, then the settle;
+    apiservers.py: how many polls the settle fallback needs), the drain once (its window counts from no later than the
+    first barrier's start), the writers window once where the counters can be read."""
+    from ansible_collections.crdops.migration.plugins.module_utils._crdops.ha import apiservers, barrier
+    if column.startswith("settle fallback"):
+        alive = int(re.search(r"(\d+) apiservers", column).group(1))
+        polls = max(apiservers.FALLBACK_MIN_POLLS, apiservers.FALLBACK_POLLS_PER_APISERVER * alive)
+        each, window = (polls - 1) * barrier.POLL_EVERY_S + max(d["crd_upgrade_settle_seconds"], fallback_settle), 0
+    else:  # every apiserver answers the first round
+        polls, each, window = 1, d["crd_upgrade_settle_seconds"], d["crd_upgrade_writers_window"]
+    first = max(d["crd_upgrade_drain_window"], each)
+    return {"polls": polls, "barrier": each, "first": first, "writers": window, "one": first + window,
+            "ten": first + 9 * each + window}
+
+
+def test_the_managed_cluster_page_adds_up_a_whole_clusters_waits_from_the_role_defaults():
+    part = section(REPO / "docs" / "managed-clusters.md", "### A whole cluster")
+    used, waits = tables(part)[:2]
+    d = dict((literal(name), literal(value)) for name, value in used[1:])
+    assert d == dict((k, ROLE_DEFAULTS[k]) for k in d) and len(d) == 5, (d, "the role's defaults differ")
+    rows = dict((cells[0].strip("*"), cells[1:]) for cells in waits[1:])
+    for index, column in enumerate(waits[0][1:]):
+        want = _waits(column, d, d["crd_upgrade_barrier_fallback_settle"])
+        said = {"barrier": number(rows["barrier, before each CRD's pass"][index]),
+                "first": number(rows["first CRD: barrier and drain"][index]),
+                "writers": number(rows["writers window"][index]), "one": number(rows["one CRD"][index]),
+                "ten": number(rows["ten CRDs"][index])}
+        assert said == dict((k, want[k]) for k in said), (column, said, want)
+        assert ("%d polls" % want["polls"] in rows["barrier, before each CRD's pass"][index]) == (want["polls"] > 1)
+    text = words(part)
+    assert "`max(w, b) + (n - 1) × b + m` for `n` CRDs" in text
+    assert "(1 to %d;" % d["crd_upgrade_confirm_passes"] in text
+    # the example host's longer settle
+    host = yaml.safe_load((REPO / "playbooks" / "inventory.example.yml").read_text())["all"]["children"]["clusters"][
+        "hosts"]["prod-eu-2"]["crd_upgrade_barrier_fallback_settle"]
+    longer = [_waits(c, d, host) for c in waits[0][1:3]]
+    said = re.search(r"crd_upgrade_barrier_fallback_settle: %d`.*?ten CRDs wait `[0-9.]+` s or `[0-9.]+` s" % host,
+                     text).group(0)
+    assert [float(n) for n in re.findall(r"`([0-9.]+)` s", said)] == [w["barrier"] for w in longer] + [
+        w["ten"] for w in longer], said
