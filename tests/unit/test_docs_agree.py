@@ -429,7 +429,9 @@ def test_the_managed_cluster_page_adds_up_a_whole_clusters_waits_from_the_role_d
     host = yaml.safe_load((REPO / "playbooks" / "inventory.example.yml").read_text())["all"]["children"]["clusters"][
         "hosts"]["prod-eu-2"]["crd_upgrade_barrier_fallback_settle"]
     longer = [_waits(c, d, host) for c in waits[0][1:3]]
-    said = re.search(r"crd_upgrade_barrier_fallback_settle: %d`.*?ten CRDs wait `[0-9.]+` s or `[0-9.]+` s" % host,
-                     text).group(0)
+    said = re.search(r"example host's `crd_upgrade_barrier_fallback_settle: (\d+)`.*?ten CRDs wait `[0-9.]+` s or "
+                     r"`[0-9.]+` s", text)
+    assert int(said.group(1)) == host, (said.group(1), "the example host's settle is", host)
+    said = said.group(0)
     assert [float(n) for n in re.findall(r"`([0-9.]+)` s", said)] == [w["barrier"] for w in longer] + [
         w["ten"] for w in longer], said
