@@ -343,8 +343,8 @@ def test_the_rbac_page_quotes_what_the_run_and_the_report_say_of_a_helm_release_
     scan = helm_releases.scan_helm_releases(_Forbidden(), targets)
     helm_releases.look_up_releases(_Forbidden(), scan, ["shop/widgets"], targets)
     check = writers.CrdWriters("widgets.example.com", "example.com", ["v1"], storage_version="v2", kind="Widget")
-    check.add({"namespace": "shop", "name": "w-0", "annotations": {"meta.helm.sh/release-name": "widgets",
-                                                                  "meta.helm.sh/release-namespace": "shop"}}, 0.0)
+    names_release = {"meta.helm.sh/release-name": "widgets", "meta.helm.sh/release-namespace": "shop"}
+    check.add({"namespace": "shop", "name": "w-0", "annotations": names_release}, 0.0)
     check.add_unchecked_helm("shop/widgets", scan.not_checked["shop/widgets"])
     run = writers.WritersResult([check], 0.0, 0.0, 30.0, "measured", helm=scan)
     held = [crd_upgrade_held_back_entry(c) for c in run.to_dict("c")["crds"] if c["held_back"]]
