@@ -13,7 +13,8 @@ them, every round either fails closed with nothing trimmed and every object read
 Every round is judged by reading every etcd key of the CRD (proof by bytes) and a LIST through A.
 
 On demand: CRDOPS_HA_MEASURE=<rounds> runs `test_measure_rounds_without_endpoints`, which only counts
-outcomes (it is how the unfixed code was measured: see docs/testing.md).
+outcomes (it is how the unfixed code was measured: see docs/testing.md). CRDOPS_MANAGED_WAITS=1 runs
+`test_measure_the_waits_of_a_managed_cluster_at_the_role_defaults` (docs/managed-clusters.md, "A whole cluster").
 """
 from __future__ import annotations
 
