@@ -196,7 +196,7 @@ def managed_example() -> dict:
     hosts = yaml.safe_load((REPO / "playbooks" / "inventory.example.yml").read_text())["all"]["children"]
     example = hosts["clusters"]["hosts"]["prod-eu-2"]
     return dict({k: v for k, v in example.items() if k.startswith("crd_upgrade_")},
-                crd_upgrade_barrier_fallback_settle=3 * EXAMPLE_LAG_S)
+                crd_upgrade_barrier_fallback_settle=3)
 
 
 def role_round(pair, index: int, endpoints: bool, tmp_path: Path, lag: float = 3.0, **host_vars) -> Outcome:
