@@ -92,8 +92,9 @@ def rep_cells(r: dict) -> list[str]:
     cells = []
     for o in OBSERVERS:
         idle, during = (observers.get_stat(r, o, w) for w in ("idle", "during"))
-        n = observers.get_stat(r, o, "idle", "n")
-        cells.append(f"{fmt(idle, 1)} → {fmt(during, 1)} (×{fmt(calibration.observer_multiple(r, o))}; {n:.0f} idle)")
+        n_idle, n_during = (observers.get_stat(r, o, w, "n") for w in ("idle", "during"))
+        cells.append(f"{fmt(idle, 1)} → {fmt(during, 1)} (×{fmt(calibration.observer_multiple(r, o))}; "
+                     f"{n_idle:.0f} / {n_during:.0f} samples)")
     mine = own_probe.summary(r)
     held = {True: "held", False: "not held"}.get(mine.get("held"), "–") if mine else "–"
     cells.append(f"×{fmt(own_probe.multiple(mine))} ({held})" if mine else "–")
@@ -101,7 +102,7 @@ def rep_cells(r: dict) -> list[str]:
 
 
 def reps_table(raw: list) -> str:
-    """Every calibrate row: what each observer saw, what our probe saw."""
+    """Every calibrate row: what each observer saw (with its idle / during GET samples), what our probe saw."""
     lines = ["| contender | N | rep | obj/s | " + " | ".join(f"{SHORT[o]} GET p99 ms idle → during" for o in OBSERVERS)
              + " | our probe | etcd |", "|---|---:|---:|---:|" + "---|" * len(OBSERVERS) + "---|---|"]
     for n in calibration.sizes(raw):

@@ -101,7 +101,28 @@ def point_svg(ax: Axes, left: float, p: Point, obs: str) -> list[str]:
     if finite(r.lo, r.hi):
         out.append(f'<line x1="{x:.1f}" y1="{ax.py(r.lo):.1f}" x2="{x:.1f}" y2="{ax.py(r.hi):.1f}" stroke="{colour}"/>')
     out.append(marker(kind_of(p), x, y))
-    out.append(f'<text x="{x + 8:.1f}" y="{y - 8:.1f}" {FONT} fill="{colour}">{escape(p.label)}</text>')
+    return out
+
+
+def label_at(x: float, y: float, text: str, placed: list) -> tuple[float, float]:
+    """Up and right of the point, moved down a line at a time while it would cover a label already placed."""
+    width, height = 7 * len(text), 14
+    lx, ly = x + 8, y - 8
+    for _ in range(6):
+        if not any(lx < px + pw and px < lx + width and ly - height < py and py - ph < ly for px, py, pw, ph in placed):
+            break
+        ly += height
+    placed.append((lx, ly, width, height))
+    return lx, ly
+
+
+def labels(ax: Axes, left: float, pts: list[Point], obs: str) -> list[str]:
+    out: list = []
+    placed: list = []
+    for p in pts:
+        if finite(p.multiple[obs].median, p.rate.median):
+            lx, ly = label_at(ax.px(left, p.multiple[obs].median), ax.py(p.rate.median), p.label, placed)
+            out.append(f'<text x="{lx:.1f}" y="{ly:.1f}" {FONT} fill="{COLOURS[kind_of(p)]}">{escape(p.label)}</text>')
     return out
 
 
@@ -115,6 +136,7 @@ def panel(ax: Axes, left: float, pts: list[Point], obs: str) -> list[str]:
         out.append(f'<polyline points="{line}" fill="none" stroke="{COLOURS["ours"]}" stroke-opacity="0.5"/>')
     for p in pts:
         out += point_svg(ax, left, p, obs)
+    out += labels(ax, left, pts, obs)
     mid = left + PANEL_W / 2
     out.append(f'<text x="{mid}" y="{TOP - 10}" text-anchor="middle" {FONT} font-weight="bold">{escape(TITLE[obs])}</text>')
     out.append(f'<text x="{mid}" y="{TOP + PANEL_H + 36}" text-anchor="middle" {FONT}>GET p99 during ÷ idle</text>')
