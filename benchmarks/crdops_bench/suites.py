@@ -134,7 +134,8 @@ class IdleWindow:
     def again(self, extra_percentiles: tuple) -> None:
         """The same windows, with more percentiles (our probe's, once its summary names it)."""
         for name, probe in self.observers.items():
-            self.windows[name].update(probe.window(self.t0, self.t1, extra_percentiles))
+            if name in self.windows:
+                self.windows[name].update(probe.window(self.t0, self.t1, extra_percentiles))
 
 
 def observed_text(row: dict) -> str:
