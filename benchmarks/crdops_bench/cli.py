@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 import shlex
+import subprocess
 import sys
 import tempfile
 import time
@@ -12,10 +13,13 @@ from pathlib import Path
 
 from . import REPO
 from .ratios import Ratios
+from .probe import INTERVAL
 from .report import replace_block, rows_json
 from .suites import GENTLE, THROUGHPUT
 
-SUITES = ("gentle", "role", "throughput", "fleet")
+SUITES = ("gentle", "calibrate", "role", "throughput", "fleet")
+GENTLE_IDLE_S = 8.0
+MIN_IDLE_SAMPLES = 1000  # calibrate: per observer and idle window (issue #39)
 FULL = {"gentle_n": 10000, "role_sizes": [10000, 20000, 100000], "sizes": [1000, 10000]}
 QUICK = {"gentle_n": 600, "role_sizes": [300, 600, 1200], "sizes": [300, 1500]}
 
@@ -34,11 +38,15 @@ def parse(argv=None) -> argparse.Namespace:
     ap.add_argument("--suites", default="gentle,role", help=f"comma list of {','.join(SUITES)} (default gentle,role)")
     ap.add_argument("--reps", type=int, default=2, help="repetitions per contender and N (medians; default 2)")
     ap.add_argument("--quick", action="store_true", help="smoke run: small N, one repetition, prints only")
-    ap.add_argument("--gentle-n", type=int, help=f"objects in the gentle suite (default {FULL['gentle_n']})")
+    ap.add_argument("--gentle-n", type=int, help=f"objects in the gentle and calibrate suites (default {FULL['gentle_n']})")
     ap.add_argument("--role-sizes", type=csv_ints, help="N list of the role suite: the 2nd is the end-to-end ÷ "
                     "re-store size, the 1st and last the fixed-overhead pair, the 1st also reruns (default 10000,20000,100000)")
     ap.add_argument("--sizes", type=csv_ints, help="N list of the throughput suite (default 1000,10000)")
-    ap.add_argument("--idle-seconds", type=float, default=8.0, help="probe's idle window before each contender")
+    ap.add_argument("--idle-seconds", type=float, help=f"the observers' idle window before each contender (default "
+                    f"{GENTLE_IDLE_S:g}; with suite calibrate: long enough for --min-idle-samples at 50 ms, plus 1 s)")
+    ap.add_argument("--min-idle-samples", type=int, default=MIN_IDLE_SAMPLES, help="calibrate: idle GET samples each "
+                    f"observer needs per window (default {MIN_IDLE_SAMPLES}); fewer RELAXES the check for a quick run, "
+                    "which is then labelled so and never written to the page's first screen")
     ap.add_argument("--role-rerun", action="store_true", help="role suite: also rerun the whole role at the 1st N")
     ap.add_argument("--ceiling-workers", type=int, default=16, help="threads of the ceiling client")
     ap.add_argument("--best-workers", type=int, default=16, help="workers of ours-best, ansible, fleet")
@@ -49,7 +57,8 @@ def parse(argv=None) -> argparse.Namespace:
     ap.add_argument("--admin", action="store_true", help="gentle suite: also ours-gentle as an admin certificate "
                     "(system:masters: APF-exempt, so the pace alone must be gentle; contender ours-gentle-admin)")
     ap.add_argument("--budgets", type=csv_floats, default=[], help="gentle suite: also ours-gentle holding each of "
-                    "these latency budgets (contenders ours-gentle-budget-<b>; ours-gentle holds the default, 2)")
+                    "these latency budgets (contenders ours-gentle-budget-<b>; ours-gentle holds the default, 2); "
+                    "calibrate suite: the budgets beside the default (default 1.5,3,4)")
     ap.add_argument("--skip", default="", help="comma list of contenders to skip (in-tree, kubectl, ansible, ...)")
     ap.add_argument("--only", default="", help="comma list: run only these contenders of the suites run")
     ap.add_argument("--out", default=str(REPO / "docs" / "performance.md"))
@@ -64,6 +73,9 @@ def parse(argv=None) -> argparse.Namespace:
     args.gentle_n = args.gentle_n or sizes["gentle_n"]
     args.role_sizes = args.role_sizes or sizes["role_sizes"]
     args.sizes = args.sizes or sizes["sizes"]
+    if args.idle_seconds is None:
+        calibrating = "calibrate" in args.suites
+        args.idle_seconds = args.min_idle_samples * INTERVAL + 1 if calibrating else GENTLE_IDLE_S
     args.skip = set(filter(None, args.skip.split(",")))
     only = set(filter(None, args.only.split(",")))
     if only:
@@ -88,8 +100,10 @@ class Run:
         self.svm_info = self.flow_schema = self.migrator_user = ""
         self.seed_rates: list = []
         self.rows_file: Path | None = None
+        self.code = code_version()
 
-    SAVED = ("cmdline", "load_start", "started", "total", "raw", "svm_info", "flow_schema", "migrator_user", "seed_rates")
+    SAVED = ("cmdline", "load_start", "started", "total", "raw", "svm_info", "flow_schema", "migrator_user", "seed_rates",
+             "code")
 
     def save(self) -> None:
         """rows.json in the workdir after every row: an interrupted run can still be reported (--from-rows)."""
@@ -104,10 +118,18 @@ class Run:
         """The rows and settings of a saved run; where to write (--out, --no-write) is this invocation's."""
         saved = json.loads(Path(path).read_text())
         for k in self.SAVED:
-            setattr(self, k, saved[k])
+            setattr(self, k, saved.get(k, getattr(self, k)))
         kept = {k: getattr(self.args, k) for k in ("out", "no_write", "from_rows")}
         vars(self.args).update(saved["args"], skip=set(saved["args"]["skip"]), **kept)
         self.reps = self.args.reps
+
+
+def code_version() -> str:
+    """The commit the run measures, and whether the engine or the benchmark differed from it."""
+    def git(*argv: str) -> str:
+        return subprocess.run(["git", "-C", str(REPO), *argv], capture_output=True, text=True, check=False).stdout.strip()
+    sha = git("rev-parse", "--short", "HEAD") or "unknown"
+    return sha + (" + uncommitted changes" if git("status", "--porcelain", "--", "plugins", "benchmarks") else "")
 
 
 def execute(run: Run) -> None:
@@ -120,14 +142,18 @@ def execute(run: Run) -> None:
     print(f"# workdir {workdir}; suites {args.suites}; reps {args.reps}", flush=True)
     run.rows_file = workdir / "rows.json"
     print(f"# rows saved to {run.rows_file} (report them with --from-rows if the run is cut short)", flush=True)
-    run.bench = Bench(workdir, kubectl="kubectl" not in args.skip, kcm="in-tree" not in args.skip)
+    with_kubectl = "kubectl" not in args.skip and bool({"gentle", "throughput"} & set(args.suites))
+    run.bench = Bench(workdir, kubectl=with_kubectl, kcm="in-tree" not in args.skip)
     try:
         svm_version, run.svm_info = discover_svm(run.bench.kube)
         runner = run.runner = Runner(run.bench, args, svm_version)
         run.raw, runner.on_record = runner.raw, run.save
         if "gentle" in args.suites:
             runner.gentle(args.gentle_n, args.reps)
-            run.flow_schema = flow_schema_name(run.bench.kube, runner.probe.flow_schema_uid)
+            run.flow_schema = runner.flow_schemas
+        if "calibrate" in args.suites:
+            runner.calibrate(args.gentle_n, args.reps)
+            run.flow_schema = runner.flow_schemas
         if "role" in args.suites:
             runner.role(args.role_sizes, args.reps, rerun_n=args.role_sizes[0])
         if "throughput" in args.suites:
@@ -139,20 +165,12 @@ def execute(run: Run) -> None:
         run.bench.close()
 
 
-def flow_schema_name(kube, uid: str) -> str:
-    """The FlowSchema the apiserver reported for the probe (X-Kubernetes-PF-FlowSchema-UID)."""
-    if not uid:
-        return "the apiserver sent no FlowSchema header"
-    for fs in kube.get("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas").get("items", []):
-        if fs["metadata"]["uid"] == uid:
-            return f"the apiserver classified the probe's requests under FlowSchema `{fs['metadata']['name']}`"
-    return f"FlowSchema uid {uid}"
-
-
 def compute_ratios(run: Run) -> Ratios:
     r, a = Ratios(run.raw), run.args
     if "gentle" in a.suites:
         r.gentle(a.gentle_n)
+    if "calibrate" in a.suites:
+        r.calibrate(a.min_idle_samples)
     if "role" in a.suites:
         sizes = a.role_sizes
         r.role(sizes[1] if len(sizes) > 1 else sizes[0], (sizes[0], sizes[-1]), sizes[0])
@@ -162,6 +180,7 @@ def compute_ratios(run: Run) -> Ratios:
 
 
 def main(argv=None) -> int:
+    from .calibration_page import publish
     from .notes import notes
     from .page import block
 
@@ -174,12 +193,15 @@ def main(argv=None) -> int:
     ratios = compute_ratios(run)
     text = block(run, ratios.table(), notes(run, ratios))
     print("\n" + text, flush=True)
+    out = Path(run.args.out)
     if not run.args.no_write:
-        out = Path(run.args.out)
         out.write_text(replace_block(out, text))
         rows = out.with_name(out.stem + "-latest.json")  # the page links it: no 16 KB line of JSON in the page
         rows.write_text(rows_json(run.raw) + "\n")
         print(f"wrote {out} and {rows}")
+    workdir = Path(run.rows_file or run.args.from_rows).parent
+    for line in publish(run, out, workdir):
+        print(line)
     return 0 if run.raw and all(r["ok"] for r in run.raw) else 1
 
 

@@ -1,10 +1,12 @@
-"""ServiceAccounts for the contenders and the probe, with tokens from the TokenRequest API.
+"""ServiceAccounts for the contenders and the observers, with tokens from the TokenRequest API; and the admin
+certificate as the second observer.
 
 The admin certificate is in group system:masters, which API Priority and Fairness exempts: a migration run
-as admin is never queued, and neither is a probe run as admin, so nothing shows how the migration treats
-other clients. Here the migrating contenders run as one ServiceAccount and the probe as another; both fall
-into the apiserver's default `service-accounts` FlowSchema (priority level `workload-low`) as distinct
-flows, which is where a real migration and a real workload meet.
+as admin is never queued, and neither is an observer run as admin. The migrating contenders run as one
+ServiceAccount and the first observer as another; both fall into the apiserver's default `service-accounts`
+FlowSchema (priority level `workload-low`) as distinct flows, which is where a real migration and a real
+workload meet. The second observer runs as admin: what a client that APF never queues sees (the apiserver's
+CPU and etcd alone), beside what a queued one sees.
 """
 from __future__ import annotations
 
@@ -29,6 +31,10 @@ class Identity:
     def user(self) -> str:
         return f"system:serviceaccount:{self.namespace}:{self.name}"
 
+    def probe_auth(self) -> dict:
+        """The observer's credentials (probe.py)."""
+        return {"token": self.token}
+
     def engine_auth(self) -> dict:
         """ConnectionOptions for the engine (and crd_storage_migrate): host + api_key + ca_cert."""
         return {"host": self.server, "api_key": self.token, "ca_cert": self.ca_cert}
@@ -42,6 +48,26 @@ class Identity:
         path.write_text(json.dumps(doc))
         path.chmod(0o600)
         return path
+
+
+@dataclass(frozen=True)
+class CertIdentity:
+    """A client certificate: the admin's (system:masters) for the APF-exempt observer."""
+    name: str
+    server: str
+    ca_cert: str
+    cert_file: str
+    key_file: str
+    user: str = "admin (client certificate, group system:masters)"
+
+    def probe_auth(self) -> dict:
+        return {"cert_file": self.cert_file, "key_file": self.key_file}
+
+
+def admin(cluster) -> CertIdentity:
+    """The cluster's admin certificate (tests/controlplane/pki.py): APF exempts it."""
+    pki = cluster.pki
+    return CertIdentity("admin", cluster.server, str(pki.ca_cert), str(pki.admin_cert), str(pki.admin_key))
 
 
 def _ensure(kube, path: str, body: dict) -> None:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+from .calibration import MIN_IDLE_SAMPLES
+from .probe import INTERVAL
 from .stats import div, fmt, med
 
 READING = """#### Reading these numbers
@@ -12,8 +14,8 @@ READING = """#### Reading these numbers
 - On 2 cores the apiserver (decode, convert, managedFields, encode of every object) is the bottleneck, not the
   client. The `(bound)` rows are what the ceiling client itself reaches against the in-tree migrator and kubectl
   on this machine: a throughput target above its bound is out of reach for any client here, ours included.
-- The probe's p99 over an idle window of {idle:g} s rests on ~{samples:.0f} samples per request kind: two slow samples
-  move it.
+- An observer's p99 over an idle window of {idle:g} s rests on ~{samples:.0f} samples per request kind: the
+  {slow:.0f} slowest set it.
   A p99 ratio names the latency a workload sees in its worst 1 %, not the mean."""
 
 
@@ -37,7 +39,7 @@ def bound_notes(run) -> list:
 
 
 def intree_note(run) -> str:
-    rs = [r for r in run.raw if r["suite"] == "gentle" and r["contender"] == "in-tree"]
+    rs = [r for r in run.raw if r["suite"] in ("gentle", "calibrate") and r["contender"] == "in-tree"]
     if not rs:
         return ""
     waits = ", ".join(f"{r.get('wait_s', 0):.1f}" for r in rs)
@@ -49,8 +51,12 @@ def intree_note(run) -> str:
 
 def missing_notes(run) -> list:
     a, out = run.args, []
-    if "gentle" not in a.suites:
+    if "gentle" not in a.suites and "calibrate" not in a.suites:
         out.append("- Gentleness and the throughput targets: not measured by this command (suite `gentle` not run).")
+    if "calibrate" in a.suites and a.min_idle_samples < MIN_IDLE_SAMPLES:
+        out.append(f"- **RELAXED run:** `--min-idle-samples {a.min_idle_samples}` (the calibration needs "
+                   f"{MIN_IDLE_SAMPLES:,} idle samples per observer and window): its ratios prove the harness, "
+                   "not the targets.")
     if "role" not in a.suites:
         out.append("- Role end to end, fixed overhead and rerun ÷ first: not measured by this command (suite `role`).")
     elif len(a.role_sizes) < 2 or a.role_sizes[-1] < 10 * a.role_sizes[0]:
@@ -62,7 +68,8 @@ def missing_notes(run) -> list:
 
 def notes(run, ratios) -> str:
     idle = run.args.idle_seconds
-    lines = [READING.format(idle=idle, samples=idle / 0.05), "", "#### What this run cannot show", ""]
+    samples = idle / INTERVAL
+    lines = [READING.format(idle=idle, samples=samples, slow=max(1, samples // 100)), "", "#### What this run cannot show", ""]
     extra = [x for x in [pace_note(run), intree_note(run)] + bound_notes(run) + missing_notes(run) if x]
     unmet = [name for name, _v, target, met, _p in ratios.items if met is False]
     if unmet:

@@ -8,6 +8,7 @@ import statistics
 import subprocess
 
 from . import data, probe
+from .calibration_page import reps_table
 from .report import failures, gentle_table, phase_table, role_table, rss_table, throughput_table
 
 CONTENDERS = [
@@ -18,7 +19,9 @@ CONTENDERS = [
                                "'gentle')` / `pace='max'`, other options default; time from connect to the result"),
     ("ours-gentle-apf", "`ours-gentle` while the FlowSchema and PriorityLevelConfiguration of `docs/rbac/` (subject: the "
                         "migrator ServiceAccount) are applied; checked from the `X-Kubernetes-PF-FlowSchema-UID` "
-                        "header first (`--apf` only)"),
+                        "header first (suite calibrate always; suite gentle with `--apf`)"),
+    ("ours-gentle-budget-B", "`ours-gentle` holding `latency_budget: B` (suite calibrate: 1.5, 3 and 4 beside "
+                             "the default 2; suite gentle with `--budgets`)"),
     ("ours-default / ours-best", "the same with `RestoreOptions()` / `workers={best_workers}`"),
     ("ansible / rerun-ansible", "`ansible-playbook` with one `crd_storage_migrate` task (`workers={best_workers}`), wall "
                                 "clock including Ansible start-up; then the same playbook again (the record skips the CRD)"),
@@ -60,10 +63,12 @@ def setup_text(run) -> str:
 - **Control plane:** one local kube-apiserver 1.37.2 + etcd 3.6.16 (`--unsafe-no-fsync`), built by
   `tests/controlplane/build.sh --with-kcm --with-kubectl`; default API Priority and Fairness configuration.
 - **Identities:** every migrating contender (kube-controller-manager and kubectl included) runs as the ServiceAccount
-  `{run.migrator_user}` (bound to cluster-admin), the probe as `system:serviceaccount:crdops-bench:bench-probe`
-  (get/list ConfigMaps): neither is `system:masters`, so APF queues both (default FlowSchema `service-accounts`;
-  {run.flow_schema}). Only the fleet suite and the harness's own set-up use the admin certificate.
-- **Probe:** every {probe.INTERVAL * 1000:.0f} ms one `GET` of a ConfigMap and one `LIST` of the {probe.CONFIGMAPS}
+  `{run.migrator_user}` (bound to cluster-admin), the first observer as `system:serviceaccount:crdops-bench:bench-probe`
+  (get/list ConfigMaps): neither is `system:masters`, so APF queues both (default FlowSchema `service-accounts`);
+  the second observer runs as the admin certificate (`system:masters`), which APF exempts ({run.flow_schema}).
+  Only the second observer, the fleet suite and the harness's own set-up use the admin certificate.
+- **Observers** (the "probe" columns are the ServiceAccount's): two outside clients at once, each in its own
+  process, each every {probe.INTERVAL * 1000:.0f} ms one `GET` of a ConfigMap and one `LIST` of the {probe.CONFIGMAPS}
   ConfigMaps of its namespace, one kept-alive connection; *idle* = the {run.args.idle_seconds:g} s before a contender
   starts (for in-tree: before kube-controller-manager starts), *during* = while it migrates (engine and ceiling: from
   connecting to their last answer; kubectl: its whole run; in-tree: from just before its first write to `Succeeded`).
@@ -73,8 +78,9 @@ def setup_text(run) -> str:
   Seeding rate (for reference): median {seed:,.0f} objects/s.
 - **Check:** after every run every etcd key of the resource is read back with the engine's `etcd_scan`: a run counts
   only when 100% of the N keys are at `v1beta1`.
-- **Repetitions:** {run.reps} per contender and N; medians (min–max in the JSON). The contender order rotates per
-  repetition. {run.svm_info}."""
+- **Repetitions:** {run.reps} per contender and N, one repetition of every contender before the next; medians
+  (min–max in the JSON). The contender order rotates per repetition. {run.svm_info}.
+- **Code:** {run.code}."""
 
 
 def contenders_text(args) -> str:
@@ -108,6 +114,11 @@ Generated on {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC} b
 {notes}"""]
     if any(r["suite"] == "gentle" for r in raw):
         parts.append("### Gentleness: the probe's latency, idle → during, and each contender's throughput\n\n" + gentle_table(raw))
+    if any(r["suite"] == "calibrate" for r in raw):
+        parts.append("### Calibration: every contender and repetition, both observers and our probe\n\n"
+                     "A multiple is during ÷ idle of the same observer in the same repetition; our probe's is the "
+                     "engine's own (`pace.probe.multiple`). The medians, the chart and the checks are on the first "
+                     "screen of this page (a calibration run writes them there).\n\n" + reps_table(raw))
     if any(r["suite"] == "role" for r in raw):
         parts.append("### The role end to end\n\nFixed overhead = end to end − re-store task − final readability LIST.\n\n"
                      + role_table(raw) + "\n\nWhere the role's time goes (median seconds per phase; a phase is the "

@@ -1,23 +1,36 @@
-"""A second client that times what every other user of the cluster feels while a migration runs.
+"""An outside observer: a client of its own, in a process of its own, timing what every other user of the cluster
+feels while a migration runs.
 
 Every 50 ms it sends `GET` of one ConfigMap and `LIST` of the 50 ConfigMaps of its namespace, one after the
-other on one kept-alive connection, as its own ServiceAccount (identities.py). The latencies of a window
-before a contender starts (idle) are compared with those while it runs (during).
+other on one kept-alive connection, under an identity of its own (identities.py): a ServiceAccount, which API
+Priority and Fairness queues, or the admin certificate (system:masters), which APF exempts. In a process of its
+own, so no thread of the harness, nor of another observer, holds its interpreter while an answer waits. It writes
+one line per sample to a file; the harness reads them and summarises a window of them (idle: before a contender
+starts; during: while it runs). `time.monotonic()` is one clock for every process on Linux.
+
+    python -m benchmarks.crdops_bench.probe < spec.json   # spec: server, ca_cert, token | cert_file + key_file, out
 """
 from __future__ import annotations
 
+import bisect
+import json
 import math
-import threading
+import os
+import signal
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
-import urllib3
-
+from . import REPO
 from .identities import NAMESPACE
 
 INTERVAL = 0.05
 CONFIGMAPS = 50
 FLOW_SCHEMA_HEADER = "X-Kubernetes-PF-FlowSchema-UID"
+PERCENTILES = (50, 90, 95, 99)
+FLOW_SCHEMA_LINE = "# flowschema "
 
 
 def percentile(values: list, q: float) -> float:
@@ -26,6 +39,11 @@ def percentile(values: list, q: float) -> float:
         return float("nan")
     ordered = sorted(values)
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def pct_key(q: float) -> str:
+    """The window's key of a percentile: p99, p90, p97.5."""
+    return f"p{q:g}"
 
 
 def create_configmaps(kube) -> None:
@@ -49,54 +67,114 @@ class Sample:
     status: int
 
 
+def summarize(samples: list, extra_percentiles: tuple = ()) -> dict:
+    """Per request kind: samples sent, errors, percentiles of the answered ones (ms), max."""
+    out = {}
+    for kind in ("get", "list"):
+        rows = [s for s in samples if s.kind == kind]
+        ok = [s.ms for s in rows if s.status == 200]
+        stats = {pct_key(q): percentile(ok, q) for q in sorted(set(PERCENTILES) | set(extra_percentiles))}
+        out[kind] = dict(stats, n=len(rows), errors=len(rows) - len(ok), max=max(ok, default=float("nan")))
+    return out
+
+
 class Probe:
-    """Runs in a thread from start() to stop(); window(t0, t1) summarises the samples sent in [t0, t1)."""
+    """The observer process from start() to stop(); window(t0, t1) summarises the samples sent in [t0, t1)."""
 
-    def __init__(self, identity) -> None:
-        self.identity = identity
-        self.pool = urllib3.PoolManager(maxsize=1, cert_reqs="CERT_REQUIRED", ca_certs=identity.ca_cert,
-                                        retries=False, timeout=urllib3.Timeout(connect=5, read=30))
-        self.headers = {"Authorization": f"Bearer {identity.token}", "Accept": "application/json"}
+    def __init__(self, identity, out: Path) -> None:
+        self.identity, self.out = identity, out
         self.samples: list[Sample] = []
+        self._sent: list[float] = []  # the samples' `at`, for bisect
+        self._offset = 0
         self.flow_schema_uid = ""
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="probe", daemon=True)
+        self._proc: subprocess.Popen | None = None
+        self._log = None
 
-    def start(self) -> "Probe":
-        self._thread.start()
+    def start(self, timeout: float = 30.0) -> "Probe":
+        spec = dict(self.identity.probe_auth(), server=self.identity.server, ca_cert=self.identity.ca_cert,
+                    out=str(self.out))
+        env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self._log = open(self.out.with_suffix(".log"), "w")
+        self._proc = subprocess.Popen([sys.executable, "-m", "benchmarks.crdops_bench.probe"], stdin=subprocess.PIPE,
+                                      stderr=self._log, env=env, cwd=str(REPO), text=True)
+        self._proc.stdin.write(json.dumps(spec))  # it holds a token: never on a command line
+        self._proc.stdin.close()
+        deadline = time.monotonic() + timeout
+        while not self.read():
+            if time.monotonic() > deadline or self._proc.poll() is not None:
+                self.stop()
+                raise RuntimeError(f"observer {self.identity.name} sent nothing; see {self.out.with_suffix('.log')}")
+            time.sleep(0.1)
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-        self.pool.clear()
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            self._proc.wait(timeout=10)
+        if self._log is not None:
+            self._log.close()
+        self.read()
 
-    def _request(self, kind: str, path: str) -> None:
-        t0 = time.monotonic()
-        try:
-            resp = self.pool.request("GET", self.identity.server + path, headers=self.headers)
-            status = resp.status
-            self.flow_schema_uid = self.flow_schema_uid or resp.headers.get(FLOW_SCHEMA_HEADER, "")
-        except urllib3.exceptions.HTTPError:
-            status = 0
-        self.samples.append(Sample(t0, kind, (time.monotonic() - t0) * 1000, status))
+    def read(self) -> int:
+        """Take the samples written since the last read; how many."""
+        if not self.out.exists():
+            return 0
+        with open(self.out) as fh:
+            fh.seek(self._offset)
+            chunk = fh.read()
+        complete = chunk[:chunk.rfind("\n") + 1]
+        self._offset += len(complete.encode())
+        before = len(self.samples)
+        for line in complete.splitlines():
+            if line.startswith(FLOW_SCHEMA_LINE):
+                self.flow_schema_uid = line[len(FLOW_SCHEMA_LINE):].strip()
+                continue
+            at, kind, ms, status = line.split()
+            self.samples.append(Sample(float(at), kind, float(ms), int(status)))
+            self._sent.append(float(at))
+        return len(self.samples) - before
 
-    def _loop(self) -> None:
-        base = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
+    def window(self, t0: float, t1: float, extra_percentiles: tuple = ()) -> dict:
+        self.read()
+        lo, hi = bisect.bisect_left(self._sent, t0), bisect.bisect_left(self._sent, t1)
+        return summarize(self.samples[lo:hi], extra_percentiles)
+
+
+# ---- the observer process ----------------------------------------------------------------------------------
+def observe(spec: dict) -> None:
+    """Sample until SIGTERM; one line per sample (`at kind ms status`), flushed as it is written."""
+    import urllib3
+
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    pool = urllib3.PoolManager(maxsize=1, cert_reqs="CERT_REQUIRED", ca_certs=spec["ca_cert"], retries=False,
+                               cert_file=spec.get("cert_file"), key_file=spec.get("key_file"),
+                               timeout=urllib3.Timeout(connect=5, read=30))
+    headers = {"Accept": "application/json"}
+    if spec.get("token"):
+        headers["Authorization"] = f"Bearer {spec['token']}"
+    base = f"{spec['server']}/api/v1/namespaces/{NAMESPACE}/configmaps"
+    flow_schema = ""
+    with open(spec["out"], "a", buffering=1) as out:
         tick = time.monotonic()
-        while not self._stop.is_set():
-            self._request("get", f"{base}/probe-000")
-            self._request("list", base)
+        while not stop:
+            for kind, url in (("get", f"{base}/probe-000"), ("list", base)):
+                t0 = time.monotonic()
+                try:
+                    resp = pool.request("GET", url, headers=headers)
+                    status = resp.status
+                    uid = resp.headers.get(FLOW_SCHEMA_HEADER, "")
+                except urllib3.exceptions.HTTPError:
+                    status, uid = 0, ""
+                ms = (time.monotonic() - t0) * 1000
+                if uid and not flow_schema:
+                    flow_schema = uid
+                    out.write(f"{FLOW_SCHEMA_LINE}{uid}\n")
+                out.write(f"{t0:.6f} {kind} {ms:.3f} {status}\n")
             tick += INTERVAL
-            self._stop.wait(max(0.0, tick - time.monotonic()))
+            time.sleep(max(0.0, tick - time.monotonic()))
             tick = max(tick, time.monotonic() - INTERVAL)  # late: do not burst to catch up
 
-    def window(self, t0: float, t1: float) -> dict:
-        out = {}
-        for kind in ("get", "list"):
-            rows = [s for s in self.samples if s.kind == kind and t0 <= s.at < t1]
-            ok = [s.ms for s in rows if s.status == 200]
-            out[kind] = {"n": len(rows), "errors": len(rows) - len(ok),
-                         "p50": percentile(ok, 50), "p90": percentile(ok, 90), "p99": percentile(ok, 99),
-                         "max": max(ok, default=float("nan"))}
-        return out
+
+if __name__ == "__main__":
+    observe(json.loads(sys.stdin.read()))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from . import calibration
+from .calibration_checks import checks
 from .stats import NAN, div, fmt, med, med_of, rows
 from .suites import BUDGET
 
@@ -91,6 +93,13 @@ class Ratios:
         kubectl = self.rate("gentle", "kubectl", n)
         self.add(f"ours-max ÷ kubectl throughput @ {n:,}", div(fast, kubectl), pace="max")
         self.add(f"(bound) ceiling ÷ kubectl throughput @ {n:,}", div(ceiling, kubectl))
+
+    def calibrate(self, required_samples: int) -> None:
+        """The calibrate suite's checks (calibration_checks.py), as ratios of this run."""
+        for n in calibration.sizes(self.raw):
+            for c in checks(calibration.points(self.raw, n), required_samples):
+                # every check, an unmeasurable one (NaN: no point of ours at all) included, unlike add()
+                self.items.append((f"calibrate @ {n:,}: {c.name}", float(c.value), c.target, c.met, "gentle"))
 
     def role(self, e2e_n: int, fixed_ns: tuple, rerun_n: int) -> None:
         e2e, restore = med(self.raw, "role", "role", e2e_n), med(self.raw, "role", "role", e2e_n, "restore_s")

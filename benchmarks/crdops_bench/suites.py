@@ -1,8 +1,11 @@
 """What one run measures. Every suite seeds fresh data per contender and repetition, checks every etcd key
 afterwards (a wrong answer is a FAILED row, never a fast one) and removes the data again.
 
-  gentle      the probe's GET/LIST latency idle vs during, and the throughput, of ceiling, ours-gentle,
-              ours-max, in-tree and kubectl at one N (the gentleness and throughput-share targets)
+  gentle      two outside observers' GET/LIST latency idle vs during (observers.py), and the throughput, of
+              ceiling, ours-gentle, ours-max, in-tree and kubectl at one N (gentleness and throughput shares)
+  calibrate   the same observers, side by side: the in-tree migrator, ours at latency budgets 1.5, 2 (the
+              default), 3 and 4, and ours at the default under the shipped APF objects, repetitions interleaved
+              (issue #39: speed against gentleness, our probe against the observers)
   role        the crd_upgrade role end to end at each N, its re-store task, its fixed overhead, and a rerun
   throughput  ceiling, ours (default and best workers), ansible-playbook, forced re-pass, in-tree, kubectl
               at each N, with the engine's peak RSS
@@ -15,16 +18,18 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import apf, data, identities, role
+from . import apf, data, observers, own_probe, role
 from .fleet_measure import proc_cpu_s
 from .intree import InTree
-from .probe import Probe, create_configmaps
+from .probe import Probe
 
 THROUGHPUT = ("ceiling", "ours-default", "ours-best", "ansible", "in-tree", "kubectl")
 GENTLE = ("ceiling", "ours-gentle", "ours-max", "in-tree", "kubectl")
 APF = "ours-gentle-apf"  # --apf: ours-gentle under the shipped FlowSchema (apf.py)
 ADMIN = "ours-gentle-admin"  # --admin: ours-gentle as a system:masters certificate, which APF exempts
 BUDGET = "ours-gentle-budget-"  # --budgets: ours-gentle holding another latency budget than the default
+DEFAULT_BUDGET = 2.0  # crd_storage_migrate's latency_budget default: ours-gentle holds it
+CALIBRATE_BUDGETS = (1.5, 3.0, 4.0)  # the calibrate suite's budgets beside the default
 
 
 def budget_contender(budget: float) -> str:
@@ -37,6 +42,20 @@ def extra_gentle(args) -> tuple:
             + tuple(budget_contender(b) for b in args.budgets))
 
 
+def calibrate_contenders(budgets) -> tuple:
+    """in-tree, ours at each budget in order (the default as ours-gentle), ours at the default under APF."""
+    ours = sorted({float(b) for b in budgets} | {DEFAULT_BUDGET})
+    return (("in-tree",) + tuple("ours-gentle" if b == DEFAULT_BUDGET else budget_contender(b) for b in ours)
+            + (APF,))
+
+
+def budget_of(contender: str) -> float:
+    """The latency budget a contender of ours holds (NaN for another contender)."""
+    if contender.startswith(BUDGET):
+        return float(contender[len(BUDGET):])
+    return DEFAULT_BUDGET if contender in ("ours-gentle", APF, ADMIN) else float("nan")
+
+
 def rotated(order: tuple, rep: int) -> list:
     """A different first contender per repetition: no position bias."""
     k = rep % len(order)
@@ -47,9 +66,14 @@ def rotated(order: tuple, rep: int) -> list:
 # listing every seeded object, the garbage collection of the previous group's removal): an idle window measured
 # while the apiserver still digests them has a p99 of tens of ms against a p50 of 3 ms, and a ratio against it
 # measures that noise, not the contender.
-SETTLE_CORES = 0.10   # apiserver + etcd below a tenth of a core ...
+# "Quiet" is relative to what the observers alone cost the servers: two observers (80 requests a second) keep
+# apiserver + etcd at ~0.15 core of their own, above any fixed threshold a single observer's ~0.09 allowed. So the
+# servers' CPU is measured once with nothing but the observers asking (the least of a few steps), and a window
+# waits until they are back within SETTLE_CORES of that.
+SETTLE_CORES = 0.05   # apiserver + etcd within this much of a core above the observers-only baseline ...
 SETTLE_STEP_S = 3.0   # ... over this long
 SETTLE_MAX_S = 180.0  # then the window starts anyway, and its row says it was not quiet
+BASELINE_STEPS = 4
 QUIET_P99_OVER_P50 = 2.0
 
 
@@ -62,33 +86,68 @@ def servers_cpu_s(pids: list[int]) -> float:
     return sum(proc_cpu_s(pid) for pid in pids)
 
 
+def servers_cores(pids: list[int]) -> float:
+    """apiserver + etcd CPU (cores) over one SETTLE_STEP_S."""
+    before = servers_cpu_s(pids)
+    time.sleep(SETTLE_STEP_S)
+    return (servers_cpu_s(pids) - before) / SETTLE_STEP_S
+
+
+def observers_only_cores(pids: list[int]) -> float:
+    """What the servers use with only the observers asking: the least of BASELINE_STEPS steps."""
+    return round(min(servers_cores(pids) for _ in range(BASELINE_STEPS)), 3)
+
+
+def quiet(window: dict) -> bool:
+    return all(window[k]["p99"] <= QUIET_P99_OVER_P50 * window[k]["p50"] for k in ("get", "list"))
+
+
 class IdleWindow:
     """A gentle contender's `ready`: waits until the control plane is quiet, sleeps through the idle window and
-    keeps the probe's summary of it, with how long it waited, the servers' CPU when it began, the load average
+    keeps each observer's summary of it, with how long it waited, the servers' CPU when it began, the load average
     and whether the baseline is quiet (idle p99 within QUIET_P99_OVER_P50 x idle p50 for GET and LIST)."""
 
-    def __init__(self, probe: Probe, seconds: float, pids: list[int]):
-        self.probe, self.seconds, self.pids = probe, seconds, pids
-        self.window: dict | None = None
+    def __init__(self, watching: dict[str, Probe], seconds: float, pids: list[int], baseline_cores: float = 0.0):
+        self.observers, self.seconds, self.pids = watching, seconds, pids
+        self.quiet_below = baseline_cores + SETTLE_CORES
+        self.t0 = self.t1 = 0.0
+        self.windows: dict[str, dict] = {}
 
     def settle(self) -> tuple[float, float]:
         """Seconds waited, and the servers' CPU (cores) over the last step."""
         t0 = time.monotonic()
         while True:
-            before = servers_cpu_s(self.pids)
-            time.sleep(SETTLE_STEP_S)
-            cores = (servers_cpu_s(self.pids) - before) / SETTLE_STEP_S
-            if cores < SETTLE_CORES or time.monotonic() - t0 > SETTLE_MAX_S:
+            cores = servers_cores(self.pids)
+            if cores < self.quiet_below or time.monotonic() - t0 > SETTLE_MAX_S:
                 return round(time.monotonic() - t0, 1), round(cores, 3)
 
     def __call__(self) -> None:
         waited, cores = self.settle()
-        t0 = time.monotonic()
+        self.t0 = time.monotonic()
         time.sleep(self.seconds)
-        window = self.probe.window(t0, time.monotonic())
-        quiet = all(window[k]["p99"] <= QUIET_P99_OVER_P50 * window[k]["p50"] for k in ("get", "list"))
-        self.window = dict(window, settle_s=waited, servers_cores=cores, load1=round(os.getloadavg()[0], 2),
-                           quiet=quiet)
+        self.t1 = time.monotonic()
+        context = dict(settle_s=waited, servers_cores=cores, quiet_below_cores=round(self.quiet_below, 3),
+                       load1=round(os.getloadavg()[0], 2))
+        self.windows = {name: dict(w, quiet=quiet(w), **context)
+                        for name, w in observers.windows(self.observers, self.t0, self.t1).items()}
+
+    def again(self, extra_percentiles: tuple) -> None:
+        """The same windows, with more percentiles (our probe's, once its summary names it)."""
+        for name, probe in self.observers.items():
+            if name in self.windows:
+                self.windows[name].update(probe.window(self.t0, self.t1, extra_percentiles))
+
+
+def observed_text(row: dict) -> str:
+    """` GET p99 x1.3 (ServiceAccount, 1000 idle) x1.1 (APF-exempt, 1000 idle), own x1.5`: for a printed row."""
+    parts = []
+    for obs in observers.OBSERVERS:
+        idle, during = (observers.get_stat(row, obs, w) for w in ("idle", "during"))
+        n = observers.get_stat(row, obs, "idle", "n")
+        if idle == idle:  # not NaN
+            parts.append(f"x{during / idle:.2f} ({observers.SHORT[obs]}, {n:.0f} idle)")
+    own = own_probe.multiple(own_probe.summary(row))
+    return (" GET p99 " + " ".join(parts) + (f", own x{own:.2f}" if own == own else "")) if parts else ""
 
 
 class Runner:
@@ -96,7 +155,8 @@ class Runner:
         self.bench, self.args = bench, args
         self.intree = InTree(bench, svm_version)
         self.raw: list[dict] = []
-        self.probe: Probe | None = None
+        self.observers: dict[str, Probe] = {}
+        self.flow_schemas = ""  # which FlowSchema the apiserver named for each observer
         self.on_record = None  # called after every row (the run saves its rows)
 
     def record(self, suite: str, contender: str, n: int, rep: int, out: dict, verified: tuple[bool, str]) -> dict:
@@ -109,6 +169,9 @@ class Runner:
         if self.on_record:
             self.on_record()
         extra = f" rss={row['rss_kb'] / 1024:.0f}MiB" if row.get("rss_kb") else ""
+        extra += observed_text(row)
+        settle = (row.get("probe_idle") or {}).get("settle_s")
+        extra += f" settle {settle:.0f}s" if settle is not None else ""
         print(f"  {suite:<10} {contender:<14} N={n:<6} rep={rep} {out['seconds']:8.2f}s {row['objects_per_s']:8.0f} obj/s "
               f"{'ok' if row['ok'] else 'FAILED'}{extra}  [{counts}] {row['note'][:300]}", flush=True)
         return row
@@ -122,15 +185,7 @@ class Runner:
             self.bench.drop(group)
         return group, row
 
-    # ---- gentle ----------------------------------------------------------------------------------
-    def start_probe(self) -> Probe:
-        kube, cluster = self.bench.kube, self.bench.cluster
-        ident = identities.probe(kube, cluster.server, str(cluster.pki.ca_cert))
-        create_configmaps(kube)
-        self.probe = Probe(ident).start()
-        time.sleep(2)  # the first requests pay the TLS handshake: not part of anyone's idle window
-        return self.probe
-
+    # ---- gentle and calibrate -------------------------------------------------------------------------
     def gentle_contender(self, name: str, group: str, ready) -> dict:
         b, w = self.bench, self.args.ceiling_workers
         if name == "ceiling":
@@ -152,21 +207,42 @@ class Runner:
         return b.kubectl_replace(group, ready)
 
     def gentle_run(self, name: str, idle: "IdleWindow", group: str) -> dict:
+        """One contender with both observers' idle and during windows; where our probe names a percentile other
+        than theirs (own_probe.py), their windows carry it too."""
         out = self.gentle_contender(name, group, idle)
-        return dict(out, probe_idle=idle.window, probe_during=self.probe.window(out["t0"], out["t1"]))
+        mine = own_probe.summary(out)
+        extra = (own_probe.percentile(mine),) if mine else ()
+        if extra:
+            idle.again(extra)
+        during = observers.windows(self.observers, out["t0"], out["t1"], extra)
+        for obs in self.observers:
+            prefix = observers.PREFIX[obs]
+            out.update({f"{prefix}_idle": idle.windows.get(obs), f"{prefix}_during": during[obs]})
+        return out
 
-    def gentle(self, n: int, reps: int) -> None:
-        probe = self.start_probe()
+    def gentle(self, n: int, reps: int, suite: str = "gentle", names: tuple | None = None) -> None:
+        """Every contender once per repetition, repetitions one after the other (drift spreads evenly over the
+        contenders), the first contender rotating per repetition."""
+        names = names or GENTLE + extra_gentle(self.args)
+        self.observers = observers.start(self.bench)
+        pids = server_pids(self.bench.cluster)
         try:
+            baseline = observers_only_cores(pids)
+            print(f"# servers with only the observers asking: {baseline} cores; a window waits for < "
+                  f"{baseline + SETTLE_CORES:.3f}", flush=True)
             for rep in range(reps):
-                print(f"# gentle N={n} rep {rep + 1}/{reps}", flush=True)
-                for name in rotated(GENTLE + extra_gentle(self.args), rep):
+                print(f"# {suite} N={n} rep {rep + 1}/{reps}", flush=True)
+                for name in rotated(names, rep):
                     if name in self.args.skip or (name == "kubectl" and not self.bench.kubectl):
                         continue
-                    idle = IdleWindow(probe, self.args.idle_seconds, server_pids(self.bench.cluster))
-                    self.once("gentle", name[:2], name, n, rep, functools.partial(self.gentle_run, name, idle))
+                    idle = IdleWindow(self.observers, self.args.idle_seconds, pids, baseline)
+                    self.once(suite, name[:2], name, n, rep, functools.partial(self.gentle_run, name, idle))
+            self.flow_schemas = observers.flow_schemas(self.bench.kube, self.observers)
         finally:
-            probe.stop()
+            observers.stop(self.observers)
+
+    def calibrate(self, n: int, reps: int) -> None:
+        self.gentle(n, reps, "calibrate", calibrate_contenders(self.args.budgets or CALIBRATE_BUDGETS))
 
     # ---- role ------------------------------------------------------------------------------------
     def role(self, sizes: list, reps: int, rerun_n: int) -> None:

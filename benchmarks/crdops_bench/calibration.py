@@ -1,0 +1,109 @@
+"""The calibrate suite's points: per contender, the median and spread (min–max over the repetitions) of its
+objects/s, of each observer's GET p99 multiple (during ÷ idle), of our probe's multiple and of our probe ÷ each
+observer. Our probe's multiple is set against the observer's multiple at our probe's percentile (own_probe.py):
+like against like.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import observers, own_probe
+from .observers import OBSERVERS
+from .probe import pct_key
+from .stats import NAN, div, rows, summarize
+from .suites import APF, DEFAULT_BUDGET, budget_of
+
+SUITE = "calibrate"
+MIN_IDLE_SAMPLES = 1000  # the issue's floor for each observer's idle window
+MIN_REPS = 3
+
+
+@dataclass(frozen=True)
+class Spread:
+    median: float
+    lo: float
+    hi: float
+    n: int
+
+    @classmethod
+    def of(cls, values: list) -> "Spread":
+        s = summarize(values)
+        return cls(s["median"], s["min"], s["max"], s["n"])
+
+
+@dataclass
+class Point:
+    contender: str
+    budget: float
+    runs: int
+    ok: bool
+    rate: Spread
+    multiple: dict[str, Spread] = field(default_factory=dict)  # observer -> GET p99 multiple
+    own: Spread = Spread(NAN, NAN, NAN, 0)  # our probe's multiple
+    own_percentile: float = own_probe.DEFAULT_PERCENTILE
+    own_vs: dict[str, Spread] = field(default_factory=dict)  # observer -> our probe ÷ observer, same percentile
+    idle_samples: dict[str, int] = field(default_factory=dict)  # observer -> fewest idle GET samples of a window
+
+    @property
+    def ours(self) -> bool:
+        return self.contender != "in-tree"
+
+    @property
+    def label(self) -> str:
+        if not self.ours:
+            return "in-tree"
+        text = f"{self.budget:g}" + (" (default)" if self.budget == DEFAULT_BUDGET else "")
+        return f"{text} + APF" if self.contender == APF else text
+
+
+def observer_multiple(row: dict, obs: str, stat: str = "p99") -> float:
+    return div(observers.get_stat(row, obs, "during", stat), observers.get_stat(row, obs, "idle", stat))
+
+
+def own_ratio(row: dict, obs: str) -> float:
+    """Our probe's multiple ÷ the observer's multiple at our probe's percentile."""
+    mine = own_probe.summary(row)
+    if not mine:
+        return NAN
+    return div(own_probe.multiple(mine), observer_multiple(row, obs, pct_key(own_probe.percentile(mine))))
+
+
+def point(raw: list, contender: str, n: int) -> Point | None:
+    rs = rows(raw, SUITE, contender, n)
+    if not rs:
+        return None
+    mine = [own_probe.summary(r) for r in rs]
+    budget = next((own_probe.budget(m) for m in mine if m and own_probe.budget(m) == own_probe.budget(m)),
+                  budget_of(contender))
+    return Point(
+        contender, budget, len(rs), all(r["ok"] for r in rs), Spread.of([r.get("objects_per_s") for r in rs]),
+        multiple={o: Spread.of([observer_multiple(r, o) for r in rs]) for o in OBSERVERS},
+        own=Spread.of([own_probe.multiple(m) if m else NAN for m in mine]),
+        own_percentile=next((own_probe.percentile(m) for m in mine if m), own_probe.DEFAULT_PERCENTILE),
+        own_vs={o: Spread.of([own_ratio(r, o) for r in rs]) for o in OBSERVERS},
+        idle_samples={o: fewest([observers.get_stat(r, o, "idle", "n") for r in rs]) for o in OBSERVERS})
+
+
+def fewest(counts: list) -> int:
+    known = [c for c in counts if c == c]  # NaN: a row without that observer
+    return int(min(known)) if known else 0
+
+
+def contenders(raw: list) -> list[str]:
+    """The calibrate contenders of a run: in-tree first, then ours by budget, APF last."""
+    names = {r["contender"] for r in raw if r["suite"] == SUITE}
+    return sorted(names, key=lambda c: (c != "in-tree", c == APF, budget_of(c) if c != "in-tree" else 0))
+
+
+def points(raw: list, n: int) -> list[Point]:
+    return [p for p in (point(raw, c, n) for c in contenders(raw)) if p is not None]
+
+
+def sizes(raw: list) -> list[int]:
+    return sorted({r["n"] for r in raw if r["suite"] == SUITE})
+
+
+def idle_floor(pts: list[Point]) -> int:
+    """The fewest idle GET samples any observer had in any window of the run."""
+    counts = [c for p in pts for c in p.idle_samples.values()]
+    return min(counts) if counts else 0

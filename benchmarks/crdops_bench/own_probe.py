@@ -1,0 +1,54 @@
+"""Our own probe's summary (the engine's latency probe, in a pass's ``pace.probe``), read defensively.
+
+The engine reports ``idle`` and ``during`` (``p50_ms``, ``p99_ms``, ...), ``multiple``, ``budget``, ``held`` and
+``baseline``; an engine that holds its budget on another percentile than the p99 names it in ``percentile`` (90,
+"p90", 0.9). Keys an engine does not send read as missing, never as an error.
+"""
+from __future__ import annotations
+
+import math
+
+NAN = float("nan")
+DEFAULT_PERCENTILE = 99.0
+
+
+def summary(row: dict) -> dict:
+    probe = (row.get("pace_state") or {}).get("probe")
+    return probe if isinstance(probe, dict) else {}
+
+
+def _number(value) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return NAN
+    return out if math.isfinite(out) else NAN
+
+
+def percentile(probe: dict) -> float:
+    """The percentile the probe's multiple is of: its ``percentile`` key (90, "p90", 0.9), else the p99."""
+    raw = probe.get("percentile")
+    if isinstance(raw, str):
+        raw = raw.strip().lower().lstrip("p")
+    q = _number(raw)
+    if math.isnan(q):
+        return DEFAULT_PERCENTILE
+    return q * 100 if 0 < q < 1 else q
+
+
+def multiple(probe: dict) -> float:
+    """Its multiple: the ``multiple`` key, else during ÷ idle at its percentile; NaN when neither is there."""
+    value = _number(probe.get("multiple"))
+    if not math.isnan(value):
+        return value
+    key = f"p{percentile(probe):g}_ms"
+    during, idle = (_number((probe.get(k) or {}).get(key)) for k in ("during", "idle"))
+    return during / idle if idle and not math.isnan(idle) else NAN
+
+
+def budget(probe: dict) -> float:
+    return _number(probe.get("budget"))
+
+
+def idle_samples(probe: dict) -> float:
+    return _number((probe.get("idle") or {}).get("samples"))
