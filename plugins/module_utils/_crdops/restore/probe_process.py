@@ -35,6 +35,7 @@ import threading
 from typing import IO, Any, Callable, Dict, Optional, Tuple
 
 from . import probe_child
+from ..kube.transport import JSON
 from .latency_probe import WARMUP_REQUESTS, LatencyProbe
 
 START_TIMEOUT_S = 10.0  # for the child's hello: an interpreter starts in well under a second even on a busy host
@@ -67,6 +68,7 @@ def child_settings(wire: Dict[str, Any], path: str, interval: float) -> Tuple[Op
     # "Connection: close" (a transport made to reach each apiserver behind a balancer) would make every probe GET a
     # new connection: the probe's connection stays open, as the in-process probe's own transport's does
     headers = [[k, v] for k, v in wire.get("headers") or [] if k.lower() not in ("connection", "authorization")]
+    headers.append(["Accept", JSON])  # as HttpTransport.request asks for the Lease
     return {"url": wire["base_url"], "path": path, "headers": headers, "tls": tls, "interval": interval,
             "timeout": min(float(wire.get("connect_timeout") or 10.0), 10.0), "warmup": WARMUP_REQUESTS}, ""
 
