@@ -23,14 +23,13 @@ from urllib.parse import urlsplit
 from benchmarks.crdops_bench.data import seed as seed_via_etcd
 from tests.controlplane.delay_proxy import DelayProxy
 from tests.controlplane.etcd_reader import scan_storage
-from tests.integration import engine  # noqa: F401  (puts the collection on sys.path)
+from tests.integration.engine import connection  # first: it puts the collection on sys.path
 from tests.integration.modrun import REPO, ModuleRun, auth_args
 from tests.integration.seed import Seeded
 from tests.integration.test_pace import PaceWatch
 from tests.integration.test_security import service_account_token, shipped_rules
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.ha.pass_lease import PassLease
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube import connection
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.latency_probe import LatencyProbe
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.pace import PaceCarry
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.restore import RestoreOptions

@@ -64,7 +64,6 @@ class Sampler(Protocol):
 
     def start(self, probe: LatencyProbe) -> Optional[str]:
         """Start feeding ``probe`` (record, count_error, sampler_lost); None, or why it cannot."""
-        ...
 
     def stop(self) -> None:
         ...
