@@ -24,7 +24,7 @@ from benchmarks.crdops_bench.data import seed as seed_via_etcd
 from tests.controlplane.delay_proxy import DelayProxy
 from tests.controlplane.etcd_reader import scan_storage
 from tests.integration.engine import connection  # first: it puts the collection on sys.path
-from tests.integration.modrun import REPO, ModuleRun, auth_args
+from tests.integration.modrun import REPO, ModuleRun, ansible_playbook, auth_args
 from tests.integration.seed import Seeded
 from tests.integration.test_pace import PaceWatch
 from tests.integration.test_security import service_account_token, shipped_rules
@@ -162,3 +162,52 @@ def test_a_noisy_idle_still_holds_the_budget_and_the_probe_slows_the_pass(cluste
     assert probe["baseline"] in ("ok", "noisy") and probe["multiple"] is not None, probe
     assert pace["probe_cuts"] >= 1, pace
     assert probe["process"] == "separate", probe
+
+
+PLAYBOOK = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  vars:
+    ansible_python_interpreter: "{{ ansible_playbook_python }}"
+  tasks:
+    - name: As a module, from AnsiballZ's zip
+      crdops.migration.crd_storage_migrate: &args
+        kubeconfig: %(kubeconfig)s
+        context: %(context)s
+        names: [%(crd)s]
+        drain_window: 1
+        confirm_passes: 0
+        force: true
+        run_on_controller: never
+      register: as_module
+    - name: In ansible-playbook's worker (the action plugin)
+      crdops.migration.crd_storage_migrate:
+        <<: *args
+        run_on_controller: auto
+      register: in_worker
+    - name: What their probes said
+      ansible.builtin.copy:
+        content: "{{ {'module': as_module.crds[0].pace.probe, 'worker': in_worker.crds[0].pace.probe} | to_json }}"
+        dest: %(out)s
+        mode: "0600"
+"""
+
+
+def test_the_probe_has_its_own_process_under_ansiballz_and_in_the_worker(cluster, kube, group, tmp_path):
+    """The child's program is read through the module's loader: from AnsiballZ's zip for a module, from the file
+    in ansible-playbook's worker."""
+    seed_via_etcd(kube, cluster.etcd_url, group, 200)
+    s = Seeded(group, "widgets", "Widget", "Namespaced")
+    out = tmp_path / "probes.json"
+    playbook = tmp_path / "probe.yml"
+    playbook.write_text(PLAYBOOK % {"kubeconfig": cluster.kubeconfig, "context": cluster.contexts()[0],
+                                    "crd": s.crd_name, "out": out})
+    proc = ansible_playbook(str(playbook))
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    probes = json.loads(out.read_text())
+    print("\nprobes: %s" % json.dumps(probes))
+    for where, probe in probes.items():
+        assert probe["process"] == "separate" and probe["flow_schema"], (where, probe)
+        assert probe["baseline"] in ("ok", "noisy") and probe["errors"] == 0, (where, probe)
+    assert probes["module"]["pid"] != probes["worker"]["pid"]

@@ -73,13 +73,15 @@ def child_settings(wire: Dict[str, Any], path: str, interval: float) -> Tuple[Op
             "timeout": min(float(wire.get("connect_timeout") or 10.0), 10.0), "warmup": WARMUP_REQUESTS}, ""
 
 
-def child_source() -> str:
-    """probe_child.py's text, through its loader (AnsiballZ's zip importer has one) or from its file."""
-    loader = getattr(probe_child, "__loader__", None)
-    get_source = getattr(loader, "get_source", None)
-    text = get_source(probe_child.__name__) if get_source is not None else None
+def child_source(module: Any = probe_child) -> str:
+    """probe_child.py's text, through its loader (AnsiballZ's zip importer has one; ansible-core's collection loader,
+    in the worker, gives bytes) or from its file."""
+    get_source = getattr(getattr(module, "__loader__", None), "get_source", None)
+    text = get_source(module.__name__) if get_source is not None else None
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
     if not text:
-        with open(probe_child.__file__, encoding="utf-8") as fh:
+        with open(module.__file__, encoding="utf-8") as fh:
             text = fh.read()
     return str(text)
 

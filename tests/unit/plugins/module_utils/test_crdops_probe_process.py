@@ -207,10 +207,20 @@ def test_the_childs_tls_settings_are_the_connection_pools():
     assert (client.host, client.port, client.path, client.sni) == ("10.0.0.1", 6443, "/prefix" + LEASE, "10.0.0.1")
 
 
+class BytesLoader(object):
+    """ansible-core's collection loader (a module run in ansible-playbook's worker) gives a module's source as bytes."""
+
+    def get_source(self, fullname):
+        with open(probe_child.__file__, "rb") as fh:
+            return fh.read()
+
+
 def test_the_child_program_is_its_own_text_and_says_no_secret_when_it_fails():
     source = child_source()
     assert "def main()" in source and "import ansible" not in source and "from ." not in source
     compile(source, "crdops-probe-child", "exec")
+    as_bytes = type("Mod", (), {"__loader__": BytesLoader(), "__name__": "x", "__file__": "/nonexistent"})
+    assert child_source(as_bytes) == source
     assert probe_child.failure_words(ValueError("Invalid header value b'Bearer s3cret'")) == "ValueError"
     missing = FileNotFoundError(2, "No such file or directory", "/keys/client.key")
     assert probe_child.failure_words(missing) == "FileNotFoundError: No such file or directory (/keys/client.key)"
