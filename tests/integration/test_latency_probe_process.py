@@ -92,13 +92,14 @@ def test_the_probe_measures_the_apiserver_not_the_interpreter_that_holds_our_wri
         time.sleep(0.5)  # the probe's reader catches up with what the child sent meanwhile
         ours, theirs = probe.summary(), old_way.summary()
         flow = transport.request("GET", lease.path).header(FLOW_HEADER)
+        out, err = outside.communicate(timeout=60)  # before the Lease it reads goes
     finally:
         stop.set()
         probe.stop()
         old_way.stop()
         lease.release()
         transport.close()
-    out, err = outside.communicate(timeout=60)
+    assert outside.returncode == 0 and out, err[-3000:]
     seen = [lat * 1000.0 for started, lat in json.loads(out)["samples"] if held_from <= started <= held_to]
     o50, o90 = percentile(seen, 50), percentile(seen, 90)
     print("\nGIL held %.1f s: outside client GET p50/p90 %.1f/%.1f ms (%d samples); probe %s; in-process probe %s"
