@@ -1,6 +1,6 @@
 # Entry points; README explains them. CRDOPS_LEG=2.16 selects the oldest-ansible venv (tools/env.sh).
 SHELL := /bin/bash
-.PHONY: setup demo test test-oldest ci unit typecheck integration build-kcm down bench docs docs-reliability
+.PHONY: setup demo test test-oldest ci unit typecheck integration build-kcm down bench docs docs-reliability docs-report
 
 setup:            ## venv + control-plane binaries + collection link (idempotent)
 	tools/setup.sh
@@ -29,6 +29,9 @@ integration:
 
 docs-reliability: ## regenerate the tracked docs/reliability.md from a green run of the fault scenarios
 	. tools/env.sh && CRDOPS_WRITE_DOCS=1 python -m pytest tests/integration -q -rfE --timeout=900
+
+docs-report:      ## regenerate the JSON example in docs/report.md from the report code (tools/report_example.py)
+	. tools/env.sh && python tools/report_example.py --write
 
 build-kcm:        ## also build kube-controller-manager (benchmark against the in-tree migrator)
 	tools/setup.sh --with-kcm

@@ -647,8 +647,9 @@ crds:
       description:
         - The HA barrier before the pass, planned from the CRD as read under its Lease (every endpoint and the version
           it reported, seconds waited, C(mode), consecutive C(polls) required, C(warning), the endpoints that
-          C(lagged) and C(caught_up_after_s), the members an earlier run saw lag in C(lagged_before), kept on the
-          CRD as annotation C(migration.crdops.io/lagged) until a drain after them is over); null in check mode.
+          C(lagged) and C(caught_up_after_s), the members an earlier run saw lag in C(lagged_before); a lag is kept on
+          the CRD as annotation C(migration.crdops.io/lagged) from the round that first sees it until a complete
+          drain after it); null in check mode.
       type: dict
       returned: when a pass ran
     drain:

@@ -13,7 +13,8 @@ them, every round either fails closed with nothing trimmed and every object read
 Every round is judged by reading every etcd key of the CRD (proof by bytes) and a LIST through A.
 
 On demand: CRDOPS_HA_MEASURE=<rounds> runs `test_measure_rounds_without_endpoints`, which only counts
-outcomes (it is how the unfixed code was measured: see docs/testing.md).
+outcomes (it is how the unfixed code was measured: see docs/testing.md). CRDOPS_MANAGED_WAITS=1 runs
+`test_measure_the_waits_of_a_managed_cluster_at_the_role_defaults` (docs/managed-clusters.md, "A whole cluster").
 """
 from __future__ import annotations
 
@@ -186,19 +187,22 @@ def modules_round(pair, index: int, endpoints: bool) -> Outcome:
     return judge(pair, r, out)
 
 
+EXAMPLE_LAG_S = 1.0  # B's etcd lag in the example's round: every request through B waits it, and the role sends many
+
+
 def managed_example() -> dict:
     """The managed-cluster host of playbooks/inventory.example.yml (docs/managed-clusters.md points to it), its
-    crd_upgrade_* variables as written, but a settle of 10 s (above this test's 3-6 s lag) instead of 60."""
+    crd_upgrade_* variables as written, but a settle of 3 s (above the round's EXAMPLE_LAG_S) instead of 60."""
     hosts = yaml.safe_load((REPO / "playbooks" / "inventory.example.yml").read_text())["all"]["children"]
     example = hosts["clusters"]["hosts"]["prod-eu-2"]
     return dict({k: v for k, v in example.items() if k.startswith("crd_upgrade_")},
-                crd_upgrade_barrier_fallback_settle=10)
+                crd_upgrade_barrier_fallback_settle=3)
 
 
-def role_round(pair, index: int, endpoints: bool, tmp_path: Path, **host_vars) -> Outcome:
+def role_round(pair, index: int, endpoints: bool, tmp_path: Path, lag: float = 3.0, **host_vars) -> Outcome:
     """The role through playbooks/fleet_upgrade.yml: flip, barrier, re-store, verify, trim, N+1."""
-    # 3 s: every request the role sends through B waits that long for etcd, and the role sends many
-    r = prepare(pair, index, delay=3.0)
+    # ``lag``: every request the role sends through B waits that long for etcd, and the role sends many
+    r = prepare(pair, index, delay=lag)
     started = time.monotonic()
     out = Outcome(r)
     folder = tmp_path / f"round-{index}"
@@ -277,7 +281,7 @@ def test_role_behind_haproxy(lb_pair, endpoints, tmp_path):
 def test_the_inventory_examples_managed_cluster_migrates_and_trims_behind_haproxy(lb_pair, tmp_path):
     # no apiserver list, as on a managed control plane: the example's settle fallback, and its acceptance of a trim
     # proven after it, take the run through to release N+1
-    out = role_round(lb_pair, 51, False, tmp_path, **managed_example())
+    out = role_round(lb_pair, 51, False, tmp_path, lag=EXAMPLE_LAG_S, **managed_example())
     assert out.verdict == OK, out.line()
 
 
@@ -344,3 +348,57 @@ def test_a_crd_flipped_during_another_pass_gets_its_own_barrier(lb_pair, endpoin
         assert second.crd_name not in entries and "migration.crdops.io/storage-migration" not in annotations
         assert counts == {f"{group}/v1": OBJECTS}  # nothing of the second CRD was written
     assert len(a.get(objects_path(group, "v2", second.plural))["items"]) == OBJECTS
+
+
+def role_defaults() -> dict:
+    return yaml.safe_load((REPO / "roles" / "crd_upgrade" / "defaults" / "main.yml").read_text())
+
+
+@pytest.mark.skipif(not os.environ.get("CRDOPS_MANAGED_WAITS"), reason="on demand: CRDOPS_MANAGED_WAITS=1")
+@pytest.mark.parametrize("named", [False, True], ids=["settle-fallback", "every-apiserver-named"])
+@pytest.mark.parametrize("crds", [1, 10])
+def test_measure_the_waits_of_a_managed_cluster_at_the_role_defaults(lb_pair, crds, named):
+    """docs/managed-clusters.md ("What a whole cluster costs"): ``crds`` CRDs flipped together, then re-stored as the
+    role does it (one crd_storage_migrate over all of them), behind HAProxy with no etcd URL, at the role's defaults:
+    with no apiserver named (the settle fallback, as the example inventory's managed host) or with both named; then
+    the client check before release N+1 with the role's writers window. Prints each CRD's barrier, drain, pass and
+    confirming passes; $CRDOPS_MANAGED_WAITS_OUT gets the same lines."""
+    d = role_defaults()
+    group = f"w{crds}{uuid.uuid4().hex[:6]}.lb.crdops.test"
+    rounds = [Round(i, group, 0.0, True, plural=f"gizmos{i}", kind=f"Gizmo{i}") for i in range(crds)]
+    a = admin_kube(lb_pair, 0)
+    for r in rounds:
+        a.apply_crd(r.release_before())
+        for i in range(r.count):
+            a.post(objects_path(group, "v1", r.plural), {"apiVersion": f"{group}/v1", "kind": r.kind,
+                                                         "metadata": {"name": f"g-{i:06d}"}, "spec": {"index": i}})
+    for r in rounds:
+        a.apply_crd(r.release_n())  # the flip of every CRD, as release N's one apply does it
+    barrier = ({MODULE_ENDPOINTS: [kas.url for kas in lb_pair.apiservers]} if named else
+               {"barrier_fallback": "settle", "barrier_fallback_settle": d["crd_upgrade_barrier_fallback_settle"]})
+    started = time.monotonic()
+    migrate = run_module("crd_storage_migrate", dict(
+        auth_args(lb_pair, lb_pair.lb_context), names=[r.crd_name for r in rounds],
+        barrier_settle=d["crd_upgrade_settle_seconds"], barrier_timeout=d["crd_upgrade_barrier_timeout"],
+        drain_window=d["crd_upgrade_drain_window"], confirm_passes=d["crd_upgrade_confirm_passes"], **barrier),
+        timeout=1800)
+    restore_s = time.monotonic() - started
+    assert not migrate.get("failed"), migrate.get("msg")
+    started = time.monotonic()
+    writers = run_module("crd_client_check", dict(
+        auth_args(lb_pair, lb_pair.lb_context), check="writers", names=[r.crd_name for r in rounds],
+        removed_versions={r.crd_name: ["v1"] for r in rounds}, metrics_window=d["crd_upgrade_writers_window"],
+        **({MODULE_ENDPOINTS: barrier[MODULE_ENDPOINTS]} if named else {})))
+    writers_s = time.monotonic() - started
+    lines = [f"{crds} CRDs of {OBJECTS} objects, apiservers named: {named}, restore {restore_s:.1f} s, writers check "
+             f"{writers_s:.1f} s ({writers['writers']['metrics']})"]
+    for c in migrate["crds"]:
+        proof = c.get("proof") or {}
+        lines.append(f"  {c['name'].split('.')[0]}: barrier {c['barrier']['mode']} {c['barrier']['polls']} polls "
+                     f"{c['barrier']['waited_s']:.1f} s, drain {c['drain']['waited_s']:.1f} s "
+                     f"(from {c['drain']['anchor']}), pass {c['duration_s']:.2f} s, proof {proof.get('kind')} "
+                     f"{len(proof.get('passes') or [])} confirming pass(es) {proof.get('duration_s')} s")
+    print("\n" + "\n".join(lines))
+    if os.environ.get("CRDOPS_MANAGED_WAITS_OUT"):
+        with open(os.environ["CRDOPS_MANAGED_WAITS_OUT"], "a", encoding="utf-8") as out:
+            out.write("\n".join(lines) + "\n")

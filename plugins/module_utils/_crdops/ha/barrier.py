@@ -162,12 +162,15 @@ def wait_for_storage_version(transports: Mapping[str, Transport], crd: Crd, time
                              clock: Callable[[], float] = time.monotonic,
                              sleep: Callable[[float], None] = time.sleep,
                              stop: Optional[StopSignal] = None, result: Optional[BarrierResult] = None,
-                             wall: Callable[[], float] = time.time) -> BarrierResult:
+                             wall: Callable[[], float] = time.time,
+                             on_lag: Optional[Callable[[List[str]], None]] = None) -> BarrierResult:
     """Block until every endpoint reports ``crd``'s storage version, then wait ``settle`` seconds.
 
     With a :class:`BarrierPlan`, every target must report it in ``plan.polls`` consecutive rounds and the
     settle wait is at least ``plan.settle_floor``. No target at all is a refusal: a barrier that polls nobody
     proves nothing. A stop request ends the wait at once. ``result`` (from :func:`new_result`) is filled in place.
+    ``on_lag(members)`` is called in the round that first sees ``members`` lag, before the next round: the caller
+    keeps the lag on the CRD at once (lag_note.py), since a run killed later leaves nothing else behind.
     """
     if not transports:
         raise RefusalError("HA barrier has no apiserver to poll for storage version %s; refusing the pass "
@@ -181,9 +184,10 @@ def wait_for_storage_version(transports: Mapping[str, Transport], crd: Crd, time
     while True:
         round_at = clock()
         lagging = poll_once(transports, crd, result, wall)
-        for endpoint in lagging:
-            if endpoint not in result.lagged:
-                result.lagged.append(endpoint)
+        new = [endpoint for endpoint in lagging if endpoint not in result.lagged]
+        result.lagged.extend(new)
+        if new and on_lag is not None:
+            on_lag(new)
         if lagging:
             streak = 0
         else:

@@ -50,6 +50,7 @@ class LastAppliedFix(NamedTuple):
     owner: str  # the field manager whose Update entry owns the annotation (the write is sent as it)
     dropped_paths: Tuple[str, ...] = ()  # applied paths the conversion is not shown to map, left out
     note: str = ""
+    missing_paths: Tuple[str, ...] = ()  # translated paths the object lacks: the annotation was left as it is
 
 
 def applied_version(text: Any, group: str) -> Optional[Tuple[Dict[str, Any], str]]:
@@ -137,8 +138,11 @@ def translate_manifest(manifest: Mapping[str, Any], mapping: FieldMapping) -> Tu
 
 
 def fix_last_applied(text: str, manifest: Mapping[str, Any], version: str, group: str, storage_version: str,
-                     mapping: FieldMapping, managed_fields: Any) -> LastAppliedFix:
-    """The annotation rewritten at the storage version, or left as it is with the reason."""
+                     mapping: FieldMapping, managed_fields: Any,
+                     obj: Optional[Mapping[str, Any]] = None) -> LastAppliedFix:
+    """The annotation rewritten at the storage version, or left as it is with the reason. ``obj``: the object as
+    read at the storage version; a translated manifest naming a path it lacks is not written: kubectl would prune
+    a field the user never declared there, and keep the one they did."""
     owner, why = annotation_owner(managed_fields)
     if not owner:
         return LastAppliedFix(version, None, "", note=why)
@@ -146,6 +150,31 @@ def fix_last_applied(text: str, manifest: Mapping[str, Any], version: str, group
     if not any(k not in SKIPPED_ROOT_FIELDS for k in new):
         return LastAppliedFix(version, None, owner, dropped, "no applied field maps to %s (%s mapping)"
                               % (storage_version, mapping.method))
+    missing = manifest_paths_not_in(new, obj) if obj is not None else ()
+    if missing:
+        return LastAppliedFix(version, None, owner, dropped, "translated, it would name %s, which the object does "
+                              "not have at %s (%s mapping)" % (", ".join(missing[:5]), storage_version,
+                                                                mapping.method), missing)
     new["apiVersion"] = "%s/%s" % (group, storage_version)
     ending = "\n" if text.endswith("\n") else ""
     return LastAppliedFix(version, json.dumps(new, sort_keys=True, separators=(",", ":")) + ending, owner, dropped)
+
+
+def manifest_paths_not_in(manifest: Mapping[str, Any], obj: Mapping[str, Any]) -> Tuple[str, ...]:
+    """The paths of a translated manifest's values that ``obj`` lacks (``.spec.mass.value``). A map is followed
+    key by key, as kubectl's merge patch does; a list or a scalar must be there as a whole; a null applied is a
+    deletion, so nothing needs to be there."""
+    missing: List[str] = []
+
+    def walk(applied: Any, live: Any, path: str) -> None:
+        for key, value in applied.items():
+            here = "%s.%s" % (path, key)
+            if value is None:
+                continue
+            if not isinstance(live, Mapping) or key not in live:
+                missing.append(here)
+            elif isinstance(value, dict) and value:
+                walk(value, live[key], here)
+
+    walk(dict((k, v) for k, v in manifest.items() if k not in SKIPPED_ROOT_FIELDS), obj, "")
+    return tuple(missing)

@@ -195,7 +195,7 @@ class ManagedFieldsPolicy:
         if not self.storage_version:
             return None
         fixes = [self.decide(i, e, obj) for i, e in enumerate(entries) if self.at_other_version(e)]
-        annotation = self.last_applied(annotations, entries)
+        annotation = self.last_applied(annotations, entries, obj)
         if not fixes:
             return StaleFields((), len(entries), policy=self, last_applied=annotation) if annotation else None
         target = "%s/%s" % (self.group, self.storage_version)
@@ -215,9 +215,11 @@ class ManagedFieldsPolicy:
             taken.add(ident)
         return StaleFields(tuple(sorted(changing)), len(entries), frozenset(collide), tuple(fixes), self, annotation)
 
-    def last_applied(self, annotations: Any, entries: List[Any]) -> Optional[LastAppliedFix]:
+    def last_applied(self, annotations: Any, entries: List[Any],
+                     obj: Optional[Mapping[str, Any]] = None) -> Optional[LastAppliedFix]:
         """kubectl's last-applied annotation, translated when it was applied at a version being removed under a
-        webhook conversion (conversion None keeps the names, so it is left as it is)."""
+        webhook conversion (conversion None keeps the names, so it is left as it is). With ``obj``, a translation
+        naming a path that object lacks is not written (the sampled rules do not hold for it)."""
         if not self.translate or self.mapping_for is None or not isinstance(annotations, dict):
             return None
         text = annotations.get(LAST_APPLIED)
@@ -228,7 +230,7 @@ class ManagedFieldsPolicy:
             return None
         manifest, version = found
         return fix_last_applied(str(text), manifest, version, self.group, self.storage_version,
-                                self.mapping_for(version), entries)
+                                self.mapping_for(version), entries, obj)
 
     def at_other_version(self, entry: Any) -> bool:
         if not isinstance(entry, dict):

@@ -171,9 +171,12 @@ class Writer:
     objects: int = 0
     last_write: float = 0.0
     examples: List[str] = field(default_factory=list)
-    sources: List[str] = field(default_factory=list)  # "Flux Kustomization flux-system/apps (...)", one per ref
-    refs: List[str] = field(default_factory=list)  # the sources' references ("flux-system/apps"), for accept_clients
-    source_records: List[Dict[str, Any]] = field(default_factory=list)  # Source.to_dict() of each source
+    sources: List[Source] = field(default_factory=list)  # what its objects name, each with what its controller says
+
+    @property
+    def refs(self) -> List[str]:
+        """The sources' references ("flux-system/apps"): what ``accept_clients`` names."""
+        return [s.ref for s in self.sources]
 
     @property
     def names(self) -> List[str]:
@@ -185,8 +188,8 @@ class Writer:
         return {"manager": self.manager, "operation": self.operation, "version": self.version,
                 "subresource": self.subresource, "kind": self.kind, "objects": self.objects,
                 "last_write": iso(self.last_write) if self.last_write else None, "examples": list(self.examples),
-                "sources": list(self.sources),
-                "source": dict(self.source_records[0]) if self.source_records else None}
+                "sources": [str(s) for s in self.sources],
+                "source": self.sources[0].to_dict() if self.sources else None}
 
     def record(self, key: str, written: float) -> None:
         self.objects += 1
@@ -199,7 +202,7 @@ class Writer:
                                        self.kind if self.kind != WRITES else self.operation, self.version,
                                        "/" + self.subresource if self.subresource else "")
         when = "last write %s" % iso(self.last_write) if self.last_write else "last write unknown"
-        where = "; source: %s" % ", ".join(self.sources) if self.sources else ""
+        where = "; source: %s" % ", ".join(str(s) for s in self.sources) if self.sources else ""
         return "%s on %d objects, %s (e.g. %s)%s" % (head, self.objects, when, ", ".join(self.examples[:3]), where)
 
 
@@ -273,13 +276,10 @@ class CrdWriters:
         """A Helm release whose stored manifest declares objects of this CRD at a removed version."""
         for version in sorted(set(o.version for o in release.objects)):
             objects = [o for o in release.objects if o.version == version]
-            source = Source(HELM_RELEASE, release.label, "revision %d" % release.revision)
+            says = "revision %d%s" % (release.revision, "; " + release.blocked if release.blocked else "")
             writer = Writer(release.label, "release manifest", version, "", DECLARES_HELM, objects=len(objects),
                             examples=["%s/%s" % (o.namespace or release.namespace, o.name) for o in objects][:MAX_EXAMPLES],
-                            sources=["Helm release %s (revision %d%s)" % (release.label, release.revision,
-                                                                          "; " + release.blocked if release.blocked
-                                                                          else "")],
-                            refs=[release.label], source_records=[source.to_dict()])
+                            sources=[Source(HELM_RELEASE, release.label, says)])
             self.writers.append(writer)
 
     def add_unchecked_helm(self, label: str, why: str) -> None:
@@ -289,8 +289,7 @@ class CrdWriters:
         examples = list(self.helm_named.get(label) or [])
         source = Source(HELM_RELEASE, label, "not checked: %s" % why)
         self.writers.append(Writer(label, "release storage", ",".join(self.removed_versions), "", NOT_CHECKED_HELM,
-                                   objects=len(examples), examples=examples[:MAX_EXAMPLES], sources=[str(source)],
-                                   refs=[label], source_records=[source.to_dict()]))
+                                   objects=len(examples), examples=examples[:MAX_EXAMPLES], sources=[source]))
 
     def _writer(self, evidence: Evidence, sources: List[Source]) -> Writer:
         refs = [s.ref for s in sources]
@@ -299,7 +298,7 @@ class CrdWriters:
             if (writer.manager, writer.operation, writer.version, writer.subresource, writer.kind, writer.refs) == ident:
                 return writer
         writer = Writer(evidence.manager, evidence.operation, evidence.version, evidence.subresource, evidence.kind,
-                        sources=[str(s) for s in sources], refs=refs, source_records=[s.to_dict() for s in sources])
+                        sources=list(sources))
         self.writers.append(writer)
         return writer
 

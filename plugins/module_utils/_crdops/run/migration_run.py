@@ -28,7 +28,7 @@ from ..kube.errors import BadInputError, CrdOpsError, at_least
 from ..proof.etcd_scan import EtcdReader
 from ..record.events import PASS_FAILED, PASS_STARTED, PASS_SUCCEEDED, emit_crd_event
 from ..restore.freshness import barrier_revision
-from ..record.lag_note import LAGGED_ANNOTATION, earlier_lag, forget_lag, remember_lag
+from ..record.lag_note import LAGGED_ANNOTATION, LagKeeper
 from ..restore.latency_probe import DEFAULT_BUDGET, LatencyProbe
 from ..restore.probe_process import ProcessSampler
 from ..ownership.managed_fields import check_removed_versions, keeps_ownership, removed_for
@@ -225,42 +225,45 @@ def prover(transport: Transport, crd: Crd, options: RunOptions, progress: Progre
 def before_writes(transport: Transport, crd: Crd, options: RunOptions, barrier: Barrier,
                   lease: Optional[PassLease]) -> Tuple[Dict[str, Any], Dict[str, Any], Optional[int]]:
     """Barrier (planned now, from the CRD as read under its Lease), drain, then the skip rule's revision R:
-    (barrier, drain, R). A stop request or a lost Lease ends the waits at once. A lag seen (here or, by its note,
-    by an earlier run) whose drain does not end here is kept on the CRD for the next run (lag_note.py)."""
+    (barrier, drain, R). A stop request or a lost Lease ends the waits at once. A lag is noted on the CRD in the
+    barrier round that first sees it, and the note (this run's or an earlier one's) is removed only after a complete
+    drain; a run that ends or is killed before that leaves it for the next run (lag_note.py)."""
     try:
         plan = barrier(crd) if callable(barrier) else barrier
     except CrdOpsError as exc:  # refused for this CRD (and the ones after it); earlier CRDs' passes stand
         exc.with_context(cluster=transport.cluster_label, crd=crd.name)
         raise
-    note = earlier_lag(crd)
-    seen = new_result(plan, crd, note.members if note else ())
+    keeper = LagKeeper(transport, crd, options.restore.check_mode)
+    seen = new_result(plan, crd, keeper.earlier)
     stop_check = lease.lost_reason if lease is not None else None
     try:
         waited = wait_for_storage_version(plan, crd, options.barrier_timeout, options.barrier_settle,
-                                          stop=options.stop, result=seen)
+                                          stop=options.stop, result=seen, on_lag=keeper.seen)
         drain = Drain(transport, options.drain_window, stop=options.stop).wait(
             crd.name, on_start=lease.announce_drain if lease is not None else None, stop_check=stop_check,
             barrier=waited)
     except CrdOpsError as exc:
-        keep_lag(transport, crd, seen, exc)
+        keep_lag(crd, seen, keeper, exc)
         raise
     if lease is not None:
         lease.end_drain()
-    text = crd.annotations.get(LAGGED_ANNOTATION)
-    if text:  # drained after the lag it tells of (or it names another flip or CRD): no longer needed
-        drain.note = forget_lag(transport, crd.name, text) or drain.note
+    if drain.anchor != "none":  # drained a whole window after every member was current: the note has done its work
+        drain.note = keeper.forget() or drain.note
+    elif keeper.text:  # drain_window 0 waited for nothing: a later run with a window still owes that drain
+        drain.note = "drain_window 0: the %s annotation stays on the CRD for a run that drains" % LAGGED_ANNOTATION
     # after the drain: objects written later than this revision are at the storage version (freshness.py)
     revision = barrier_revision(transport, crd) if options.skip_current else None
     return waited.to_dict(), drain.to_dict(), revision
 
 
-def keep_lag(transport: Transport, crd: Crd, seen: BarrierResult, exc: CrdOpsError) -> None:
-    """The barrier or the drain ended early after a member lagged: note it on the CRD, so that the next run drains a
-    whole window after that member catches up even when it has by the next run's first poll; the error says so."""
+def keep_lag(crd: Crd, seen: BarrierResult, keeper: LagKeeper, exc: CrdOpsError) -> None:
+    """The barrier or the drain ended early after a member lagged: the note its barrier wrote stays (written now when
+    that write failed), so that the next run drains a whole window after that member catches up even when it has by
+    the next run's first poll; the error says so."""
     members = seen.lag_seen
     if not members:
         return
-    why = remember_lag(transport, crd, members)
+    why = keeper.keep(members)
     if why:
         exc.message += "; the lag was not noted on the CRD (%s): the next run may drain too little" % why
     else:

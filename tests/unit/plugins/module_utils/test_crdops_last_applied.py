@@ -174,3 +174,21 @@ def test_an_atomic_list_is_still_kept_whole():
     mapping = learn_exact(webhook, old, new_schema, "v1alpha1", "v1beta1")
     new, _dropped = translate_manifest(dict(APPLIED, spec={"ports": [{"name": "http"}]}), mapping)
     assert new["spec"] == {"ports": [{"name": "http"}]}
+
+
+def test_a_translation_naming_a_path_the_object_lacks_is_not_written_and_names_it():
+    """The mapping learnt from the sample puts backupZone at zones.backup; an object whose converter left it
+    elsewhere (the rule does not hold for it) keeps its annotation as it is: kubectl would prune zones.backup,
+    which the user never declared there, and keep the field they did."""
+    text = json.dumps(APPLIED)
+    entries = [entry("kubectl-client-side-apply")]
+    held = {"apiVersion": G + "/v1beta1", "kind": "Widget", "metadata": {"name": "csa-01"},
+            "spec": {"replicas": 1, "color": "blue", "zones": {"primary": "eu-1"},
+                     "ports": [{"portName": "http", "number": 8080}], "backupRegion": "eu-1"}}
+    found = policy().classify(entries, {LAST_APPLIED: text}, held)
+    fix = found.last_applied
+    assert fix is not None and fix.text is None and fix.missing_paths == (".spec.zones.backup",)
+    assert ".spec.zones.backup" in fix.note and "does not have at v1beta1" in fix.note
+    assert POINTER not in [op["path"] for op in plan_patch("7", found).ops]
+    whole = dict(held, spec=dict(held["spec"], zones={"primary": "eu-1", "backup": "eu-1"}))
+    assert policy().classify(entries, {LAST_APPLIED: text}, whole).last_applied.text is not None

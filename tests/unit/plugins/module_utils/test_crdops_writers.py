@@ -136,7 +136,7 @@ def test_the_last_applied_annotation_and_the_objects_sources_name_the_client_sid
     options = WritersOptions({NAME: ["v1"]}, since="2026-12-01T14:55:00Z", metrics_window=0)
     out = find_writers(Server(objects), [crd()], options)
     (c,) = out.crds
-    assert [(w.manager, w.kind, w.sources) for w in c.writers] == [
+    assert [(w.manager, w.kind, [str(s) for s in w.sources]) for w in c.writers] == [
         ("kubectl-client-side-apply", "declares (client-side apply)", ["Argo CD Application shop"]),
         ("kustomize-controller", "declares", ["Flux Kustomization flux-system/apps (inventory not asked: not found "
                                               "at v1 or v1beta2: the Kustomization is gone, or Flux's "
@@ -263,7 +263,7 @@ def test_a_kustomization_whose_inventory_says_the_version_that_stays_holds_nothi
     (c,) = out.crds
     assert [(w.manager, w.objects, w.refs) for w in c.writers] == [("kustomize-controller", 1, ["flux-system/legacy"])]
     assert c.moved_entries == 2 and out.held_back == [NAME]
-    assert c.writers[0].sources == [
+    assert [str(s) for s in c.writers[0].sources] == [
         "Flux Kustomization flux-system/legacy (GitRepository flux-system/repo, path ./legacy, revision main@sha1:0123abc)"]
     record = out.broken_clients("prod")[0]
     assert record["source"] == {"what": "Flux Kustomization", "ref": "flux-system/legacy",
@@ -287,7 +287,7 @@ def test_a_kustomization_not_asked_leaves_the_evidence_standing_and_says_why(ans
     (c,) = out.crds
     assert [(w.refs, w.objects) for w in c.writers] == [(["flux-system/apps"], 2), (["flux-system/legacy"], 1)]
     assert c.moved_entries == 0 and out.held_back == [NAME]
-    assert "inventory not asked: " in c.writers[0].sources[0] and words in c.writers[0].sources[0]
+    assert "inventory not asked: " in str(c.writers[0].sources[0]) and words in str(c.writers[0].sources[0])
     assert "not asked: flux-system/apps (" in out.flux_sentence()
 
 
