@@ -40,7 +40,8 @@ DEFAULT_INTERVAL_S = 0.05  # 20 GETs a second: a busy controller's reads, light 
 # idle is sampled as the writes are, every ``interval``: requests 5 ms apart meet warmer caches and no wake-up, and
 # a second of them misses the apiserver's rarer slow answers (a benchmark pass measured an idle p99 of 2.5 ms that
 # way where an outside client asking every 50 ms for 30 s saw 4.5 ms, and the pass then held a budget twice too
-# tight). At least MIN_IDLE_SAMPLES (probe_baseline.py), more when the barrier and the drain last longer
+# tight). At least MIN_IDLE_SAMPLES of them (probe_baseline.py), more when the barrier and the drain last longer.
+
 # the first answers on the probe's new connection carry the TLS handshake and the apiserver's first look at the
 # token: not what a client with a warm connection sees, so they are asked and not counted
 WARMUP_REQUESTS = 3
