@@ -110,17 +110,22 @@ options:
   latency_budget:
     description:
       - With O(pace=gentle), how much slower other clients may find the apiserver while the pass writes, as a multiple
-        of their idle p99 latency. V(0) turns the probe off (the writes' own latency alone sets the pace).
+        of their idle p90 latency. V(0) turns the probe off (the writes' own latency alone sets the pace).
       - A probe stands in for other clients. It sends a GET of the pass Lease 20 times a second, with the run's credentials
         (the same authentication and API Priority and Fairness flow as the writes), on a connection of its own and
-        outside O(max_qps). Its samples from before the pass does anything else are the idle baseline (60 of them, 3 s, after
-        3 answers that paid the new connection's set-up; or carried over from the run's previous pass). While it
-        runs, the interpreter switches threads every 0.5 ms, so that its answers do not wait on our own writers. From then on, the p99 of its last 5 s is held
-        within this multiple, beside the write latency; whichever asks for the slower pace wins.
+        outside O(max_qps), from a Python process of its own (the interpreter running the module, started with the
+        settings and credentials on its standard input, never on its command line), so that our own writers holding
+        the interpreter do not show as the apiserver's latency. Where that process cannot reach the apiserver the way
+        the run does (a proxy), the probe runs on a thread of the module instead and says why in C(process).
+      - Its samples from before the pass does its own work are the idle baseline - from the pass Lease through the HA
+        barrier and the drain, at least 60 of them (3 s) after 3 answers that paid the new connection's set-up, added to
+        those of the run's previous passes. From the first write on, the p90 of its last 5 s is held within this
+        multiple of the idle p90, beside the write latency; whichever asks for the slower pace wins.
+      - The budget holds the p90, not the p99 - the p99 of 60 idle samples is their largest, so one slow idle answer
+        set the budget. An idle p90 over 3 times the idle p50 (a noisy idle) is held at 3 times the p50 - noise makes
+        the budget tighter, it never turns it off. The result then says C(baseline=noisy).
       - Only the probe slows the pass below one write in flight all the time, down to one write in flight 10% of the
         time (C(duty) in RV(crds[].pace)); after a write that took L, the next one waits L * (1/duty - 1).
-      - An idle baseline whose p99 is over 5 times its p50 is too noisy to hold anything to. The result then says
-        C(baseline noisy) and the budget is not applied.
       - What the probe saw is returned in C(probe) of RV(crds[].pace) and shown in the pass's result line.
     type: float
     default: 2.0
@@ -347,7 +352,7 @@ options:
       - Seconds after which the run stops as it does on SIGTERM (no new write, the requests in flight finish, the
         checkpoint is kept) and fails with C(stopped - time_limit of N s reached). A rerun resumes. Unset means no limit.
       - The limit counts from the start of the run, so it includes the drain window and, with a latency probe (see
-        O(latency_budget)), the probe's 3 s idle baseline before the first write.
+        O(latency_budget)), whatever of the probe's 3 s idle baseline the barrier and the drain did not cover.
     type: float
 seealso:
   - module: crdops.migration.crd_storage_info
@@ -620,10 +625,14 @@ crds:
           (C(limit) and C(baseline_ms) this pass started from, learned by the previous pass of the same run with
           O(pace=gentle); null for the first pass).
         - With a probe (see O(latency_budget)), C(probe_cuts) (cuts it asked for) and C(probe), what other clients
-          saw - C(target) (the Lease it read), C(budget), C(baseline) (V(ok), V(noisy) or V(none)),
-          C(baseline_carried) (from the run's previous pass), C(idle) and C(during) (C(p50_ms), C(p99_ms),
-          C(samples)), C(multiple) (the p99 during the writes over the idle p99), C(held) (C(multiple) within
-          C(budget)) and C(errors) (probe GETs that failed).
+          saw - C(target) (the Lease it read), C(budget), C(percentile) (the one the budget holds, 90),
+          C(baseline) (V(ok); V(noisy), an idle p90 over 3 times its p50, held at 3 times the p50; V(short), fewer than
+          60 idle samples, no budget applied; or V(none)), C(baseline_carried) (from the run's previous pass),
+          C(idle) and C(during) (C(p50_ms), C(p90_ms), C(p99_ms), C(samples)), C(reference_ms) (the idle latency the
+          budget multiplies), C(multiple) (the p90 during the writes over C(reference_ms)), C(held) (C(multiple)
+          within C(budget)), C(errors) (probe GETs that failed), C(process) (V(separate), or V(in-process) and why),
+          C(pid) (of the process that sent the GETs) and C(flow_schema) (the UID of the API Priority and Fairness
+          FlowSchema the apiserver put the probe's GETs in, null in-process).
       type: dict
       returned: always
       sample: {mode: gentle, final_limit: 3, min_limit: 1, max_limit_reached: 5, workers: 8, baseline_ms: 2.4,

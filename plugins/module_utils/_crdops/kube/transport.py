@@ -15,7 +15,7 @@ import json
 import random
 import threading
 import time
-from typing import Any, Callable, Dict, Mapping, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 try:
     import orjson
@@ -320,6 +320,21 @@ class HttpTransport:
                              auth_header=self._auth_header, retry=self.retry, rate_limiter=self.rate_limiter,
                              timeout=self.timeout, connect_timeout=self.connect_timeout, clock=self._clock,
                              sleep=self._sleep, rng=self._rng, on_close=lambda: None)
+
+    def wire(self) -> Dict[str, Any]:
+        """How this transport reaches the apiserver, for a second client that must do it the same way (the latency
+        probe's own process): the URL; the headers it sends besides Authorization, as pairs (Impersonate-Group
+        repeats); ``auth_header`` (a function: called per request, it runs the kubeconfig's token refresh); the
+        name and keyword options of its connection pool (TLS files, CA, verification) and whether it goes through
+        a proxy. Holds no secret itself except through ``auth_header``."""
+        headers = self._headers
+        pairs: List[Tuple[str, str]] = []
+        if headers is not None:  # urllib3 1.x's items() joins a repeated header; iteritems() keeps each
+            pairs = [(str(k), str(v)) for k, v in getattr(headers, "iteritems", headers.items)()]
+        pool = self._pool
+        return {"base_url": self.base_url, "headers": pairs, "auth_header": self._auth_header,
+                "pool": type(pool).__name__, "pool_options": dict(getattr(pool, "connection_pool_kw", None) or {}),
+                "proxy": getattr(pool, "proxy", None) is not None, "connect_timeout": self.connect_timeout}
 
     def close(self) -> None:
         if self._on_close is not None:

@@ -8,101 +8,86 @@
 ``pace: gentle`` promises that the migration does not slow other clients down. The writes' own latency says
 little of that on a small control plane, where our writes cost the apiserver CPU that other clients' GETs then
 wait for while our write latency barely moves. So a probe does what a controller does: it GETs one small object
-the run owns anyway (the pass Lease) every ``interval`` seconds, with the run's credentials (the same token
+the run owns anyway (the pass Lease) every ``interval`` seconds, with the run's credentials (the same
 authentication and API Priority and Fairness flow as our writes) on a connection of its own, never through our
 ``max_qps`` bucket.
 
-Its samples before the pass does anything else (``measure_idle``: nothing of ours loads the apiserver or holds the
-interpreter meanwhile) are the idle baseline; ``multiple()`` is the p99 of the last ``window_s``
-seconds over the idle p99, which the limiter holds within the latency budget (pace.py). A baseline is usable with
-at least MIN_IDLE_SAMPLES samples and an idle p99 within NOISY_RATIO of its p50; otherwise the probe reports
-"baseline noisy" and the limiter keeps its write-latency signal alone.
+Who sends the GETs is a :class:`Sampler`: a process of its own (probe_process.py), so that our writers holding the
+interpreter do not show as the apiserver's latency; or, when that process cannot reach the apiserver the way the
+run does, a thread here (``fetch``), as the summary's ``process`` says. Samples begun before the pass's own work
+(from the probe's start through the barrier and the drain, where the run waits anyway: ``measure_idle``) are the
+idle baseline, added to those of the run's earlier passes; ``multiple()`` is the p90 of the last ``window_s``
+seconds over the baseline's reference (its p90, capped by its p50: probe_baseline.py), which the limiter holds
+within the latency budget (pace.py).
 """
 
 from __future__ import annotations
 
-import math
+import os
 import sys
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
-from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Protocol, Tuple
 
 from ..kube.errors import CrdOpsError
+from .probe_baseline import (
+    BASELINE_NONE, BASELINE_NOISY, BASELINE_OK, HELD_PERCENTILE, MIN_IDLE_SAMPLES, NOISE_CAP, Baseline,
+    latencies_dict, percentile)
 
-DEFAULT_BUDGET = 2.0  # the probe's p99 while we write, as a multiple of its idle p99
+DEFAULT_BUDGET = 2.0  # the probe's p90 while we write, as a multiple of its idle reference
 DEFAULT_INTERVAL_S = 0.05  # 20 GETs a second: a busy controller's reads, light beside a pass's writes
 # idle is sampled as the writes are, every ``interval``: requests 5 ms apart meet warmer caches and no wake-up, and
 # a second of them misses the apiserver's rarer slow answers (a benchmark pass measured an idle p99 of 2.5 ms that
 # way where an outside client asking every 50 ms for 30 s saw 4.5 ms, and the pass then held a budget twice too
-# tight). 60 samples at 50 ms: 3 s, once per run and cluster
-MIN_IDLE_SAMPLES = 60
+# tight). At least MIN_IDLE_SAMPLES of them (probe_baseline.py), more when the barrier and the drain last longer.
+
 # the first answers on the probe's new connection carry the TLS handshake and the apiserver's first look at the
 # token: not what a client with a warm connection sees, so they are asked and not counted
 WARMUP_REQUESTS = 3
-# an answer waits for the interpreter while our writers' threads decode and encode JSON, up to a switch interval
-# (5 ms by default) each time: what our own process adds, not what another client sees. While a probe runs, the
-# interpreter switches threads this often instead
+# in-process only: an answer waits for the interpreter while our writers' threads decode and encode JSON, up to a
+# switch interval (5 ms by default) each time. While a probe thread runs, the interpreter switches this often
 SWITCH_INTERVAL_S = 0.0005
-NOISY_RATIO = 5.0  # an idle p99 above this many times the idle p50 is no baseline to hold anything to
 WINDOW_S = 5.0  # the sliding window the budget is held over
-MIN_WINDOW_SAMPLES = 20
-
-BASELINE_OK, BASELINE_NOISY, BASELINE_NONE = "ok", "noisy", "none"
+MIN_WINDOW_SAMPLES = 20  # the window's p90 is then at least its third largest
+SEPARATE = "separate"  # the summary's ``process`` when the GETs came from a process of their own
+IN_PROCESS = "in-process"
 
 Clock = Callable[[], float]
 Fetch = Callable[[], None]  # one probe request; raises on failure
 
 
-def percentile(values: List[float], pct: float) -> float:
-    """Nearest-rank percentile of a non-empty list."""
-    ordered = sorted(values)
-    rank = max(1, int(math.ceil(pct / 100.0 * len(ordered))))
-    return ordered[rank - 1]
+class Sampler(Protocol):
+    """Sends the probe's GETs somewhere else than this interpreter's threads (probe_process.py)."""
 
+    pid: Optional[int]
+    flow_schema: Optional[str]
 
-@dataclass(frozen=True)
-class Baseline:
-    """The probe's latency while we were not writing (seconds)."""
-    p50: float
-    p99: float
-    samples: int
+    def start(self, probe: LatencyProbe) -> Optional[str]:
+        """Start feeding ``probe`` (record, count_error, sampler_lost); None, or why it cannot."""
 
-    @property
-    def usable(self) -> bool:
-        return self.samples >= MIN_IDLE_SAMPLES and self.p50 > 0 and self.p99 <= NOISY_RATIO * self.p50
-
-    @classmethod
-    def of(cls, latencies: List[float]) -> Optional[Baseline]:
-        return cls(percentile(latencies, 50), percentile(latencies, 99), len(latencies)) if latencies else None
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"p50_ms": _ms(self.p50), "p99_ms": _ms(self.p99), "samples": self.samples}
-
-    @classmethod
-    def from_dict(cls, raw: Any) -> Optional[Baseline]:
-        """From ``to_dict()`` output (an earlier pass of this run); None for anything else."""
-        try:
-            return cls(float(raw["p50_ms"]) / 1000.0, float(raw["p99_ms"]) / 1000.0, int(raw["samples"]))
-        except (KeyError, TypeError, ValueError):
-            return None
+    def stop(self) -> None:
+        ...
 
 
 class LatencyProbe:
-    """A GET at a steady rate on a thread of its own, from :meth:`start` to :meth:`stop`.
+    """GETs at a steady rate from :meth:`start` to :meth:`stop`: from ``sampler`` (a process of its own) when it
+    starts, else on a thread of this interpreter calling ``fetch``.
 
-    ``baseline``: an earlier pass's idle baseline (the same cluster, moments ago): this pass's writes need not
-    wait for idle samples of their own."""
+    ``baseline``: an earlier pass's idle baseline (the same cluster, moments ago): this pass's writes need not wait
+    for idle samples of their own, and those it takes anyway are added to it."""
 
     def __init__(self, fetch: Fetch, budget: float = DEFAULT_BUDGET, *, interval: float = DEFAULT_INTERVAL_S,
                  window_s: float = WINDOW_S, clock: Clock = time.monotonic, baseline: Optional[Baseline] = None,
-                 target: str = "") -> None:
+                 target: str = "", sampler: Optional[Sampler] = None) -> None:
         self.fetch, self.budget, self.interval, self.window_s = fetch, budget, interval, window_s
-        self.clock, self.target = clock, target
+        self.clock, self.target, self.sampler = clock, target, sampler
         self.baseline = baseline
         self.carried = baseline is not None
         self.errors = 0
+        self.process = IN_PROCESS
+        self._frozen = False  # the baseline is final: later samples before the first write are not idle
+        self._lost: Optional[str] = None  # the sampler ended before start() returned
         self._warmup_left = WARMUP_REQUESTS
         self._idle: List[float] = []
         self._during: List[float] = []
@@ -114,14 +99,37 @@ class LatencyProbe:
         self._switch_before = sys.getswitchinterval()
 
     def start(self) -> LatencyProbe:
+        why = self.sampler.start(self) if self.sampler is not None else None
+        with self._cond:
+            if self.sampler is not None and why is None and self._lost is None:
+                self.process = SEPARATE
+                return self
+            if self.sampler is not None:
+                self.process = "%s (%s)" % (IN_PROCESS, why or self._lost)
+        self._start_thread()
+        return self
+
+    def _start_thread(self) -> None:
         self._switch_before = sys.getswitchinterval()
         sys.setswitchinterval(min(self._switch_before, SWITCH_INTERVAL_S))
         self._thread = threading.Thread(target=self._loop, name="crdops-latency-probe", daemon=True)
         self._thread.start()
-        return self
+
+    def sampler_lost(self, why: str) -> None:
+        """The sampler's process ended mid-run: the probe goes on in-process, and says so."""
+        with self._cond:
+            if self.process != SEPARATE:
+                self._lost = why  # start() has not returned yet: it falls back itself
+                return
+            self.process = "%s (%s)" % (IN_PROCESS, why)
+            if self._stop.is_set():
+                return
+        self._start_thread()
 
     def stop(self) -> None:
         self._stop.set()
+        if self.sampler is not None:
+            self.sampler.stop()
         if self._thread is not None:
             self._thread.join(timeout=max(5.0, 2 * self.interval))
             sys.setswitchinterval(self._switch_before)
@@ -142,13 +150,16 @@ class LatencyProbe:
         try:
             self.fetch()
         except (CrdOpsError, OSError):
-            with self._cond:
-                self.errors += 1
+            self.count_error()
             return
         if self._warmup_left > 0:
             self._warmup_left -= 1
             return
         self.record(started, self.clock() - started)
+
+    def count_error(self) -> None:
+        with self._cond:
+            self.errors += 1
 
     def record(self, started: float, latency: float) -> None:
         with self._cond:
@@ -159,35 +170,47 @@ class LatencyProbe:
                 self._window.append((started, latency))
             self._cond.notify_all()
 
+    def _running(self) -> bool:
+        return (self._thread is not None or self.process == SEPARATE) and not self._stop.is_set()
+
+    def _wait_idle(self, give_up: Callable[[], bool], timeout: float) -> None:
+        """Under the lock: wait until a baseline was carried in or MIN_IDLE_SAMPLES idle samples are in."""
+        deadline = self.clock() + timeout
+        while (not self._frozen and self.baseline is None and len(self._idle) < MIN_IDLE_SAMPLES and not give_up()
+               and self._running() and self.clock() < deadline):
+            self._cond.wait(self.interval)
+
+    def _freeze(self) -> None:
+        """Under the lock: the baseline is the idle samples so far, added to a carried one."""
+        if self._frozen:
+            return
+        idle = list(self._idle)
+        self.baseline = self.baseline.merged(idle) if self.baseline is not None else Baseline.of(idle)
+        self._frozen = True
+
     def measure_idle(self, give_up: Callable[[], bool], timeout: float = 10.0) -> LatencyProbe:
-        """Wait (at most ``timeout``) for the idle baseline and freeze it, unless one was carried in. Called before
-        the pass does anything else: its own LISTs and dry-runs load the apiserver, and its threads decoding pages
-        hold the interpreter the probe's timer runs in, so samples taken beside them are not idle."""
+        """The idle ends: called when the pass starts its own work (its LISTs and dry-runs load the apiserver), after
+        the barrier and the drain, where the probe sampled all along. Waits (at most ``timeout``) only for what is
+        still missing of MIN_IDLE_SAMPLES unless a baseline was carried in, then freezes the baseline."""
         with self._cond:
-            deadline = self.clock() + timeout
-            while (self.baseline is None and len(self._idle) < MIN_IDLE_SAMPLES and not give_up()
-                   and self._thread is not None and self.clock() < deadline):
-                self._cond.wait(self.interval)
-            if self.baseline is None and len(self._idle) >= MIN_IDLE_SAMPLES:
-                self.baseline = Baseline.of(self._idle)
+            self._wait_idle(give_up, timeout)
+            if self.baseline is not None or len(self._idle) >= MIN_IDLE_SAMPLES:
+                self._freeze()
         return self
 
     def writes_begin(self, give_up: Callable[[], bool], timeout: float = 10.0) -> None:
-        """Called before the first write: wait (at most ``timeout``) for enough idle samples unless a baseline
-        was carried in, then freeze the baseline. Samples of requests begun from now on count as "during"."""
+        """Called before the first write: the baseline as :meth:`measure_idle` leaves it (whatever there is after
+        ``timeout``). Samples of requests begun from now on count as "during"."""
         with self._cond:
             if self._writing_since is not None:
                 return
-            deadline = self.clock() + timeout
-            while (self.baseline is None and len(self._idle) < MIN_IDLE_SAMPLES and not give_up()
-                   and self._thread is not None and self.clock() < deadline):
-                self._cond.wait(self.interval)
-            if self.baseline is None:
-                self.baseline = Baseline.of(self._idle)
+            self._wait_idle(give_up, timeout)
+            self._freeze()
             self._writing_since = self.clock()
 
     def multiple(self) -> Optional[float]:
-        """The last ``window_s`` seconds' p99 over the idle p99; None without a usable baseline or enough samples."""
+        """The last ``window_s`` seconds' p90 over the idle reference; None without a usable baseline or enough
+        samples."""
         with self._cond:
             if self.baseline is None or not self.baseline.usable:
                 return None
@@ -196,27 +219,27 @@ class LatencyProbe:
                 self._window.popleft()
             if len(self._window) < MIN_WINDOW_SAMPLES:
                 return None
-            return percentile([lat for _t, lat in self._window], 99) / self.baseline.p99
+            return percentile([lat for _t, lat in self._window], HELD_PERCENTILE) / self.baseline.reference
 
     def summary(self) -> Dict[str, Any]:
-        """What other clients saw: idle and during p50/p99, the multiple and whether the budget held."""
+        """What other clients saw: idle and during p50/p90/p99, the multiple and whether the budget held, and where
+        the GETs came from."""
         with self._cond:
-            base, during = self.baseline, list(self._during)
+            base, during, process = self.baseline, list(self._during), self.process
         usable = base is not None and base.usable
+        separate = process == SEPARATE and self.sampler is not None
         out: Dict[str, Any] = {
-            "target": self.target, "budget": self.budget, "interval_s": self.interval,
-            "baseline": BASELINE_OK if usable else (BASELINE_NOISY if base is not None else BASELINE_NONE),
-            "baseline_carried": self.carried, "idle": base.to_dict() if base is not None else None,
-            "during": _dict_of(Baseline.of(during)), "errors": self.errors,
-            "multiple": None, "held": None}
+            "target": self.target, "budget": self.budget, "interval_s": self.interval, "percentile": HELD_PERCENTILE,
+            "baseline": base.status if base is not None else BASELINE_NONE, "baseline_carried": self.carried,
+            "idle": base.to_dict() if base is not None else None,
+            "reference_ms": _ms(base.reference) if base is not None and usable else None,
+            "during": latencies_dict(during), "errors": self.errors, "multiple": None, "held": None,
+            "process": process, "pid": self.sampler.pid if separate and self.sampler is not None else os.getpid(),
+            "flow_schema": self.sampler.flow_schema if separate and self.sampler is not None else None}
         if usable and during and base is not None:
-            multiple = percentile(during, 99) / base.p99
+            multiple = percentile(during, HELD_PERCENTILE) / base.reference
             out.update(multiple=round(multiple, 2), held=multiple <= self.budget)
         return out
-
-
-def _dict_of(latencies: Optional[Baseline]) -> Optional[Dict[str, Any]]:
-    return latencies.to_dict() if latencies is not None else None
 
 
 def _ms(seconds: float) -> float:
@@ -224,14 +247,19 @@ def _ms(seconds: float) -> float:
 
 
 def describe(summary: Optional[Dict[str, Any]]) -> str:
-    """The probe part of a result line, e.g. ``other clients' GET p99 9.8 -> 17.1 ms (x1.74, budget x2.0 held)``."""
+    """The probe part of a result line, e.g. ``other clients' GET p90 9.8 -> 17.1 ms (x1.74, budget x2.0 held)``.
+    A summary from before the p90 (no ``percentile``) is told in its p99."""
     if not summary or not summary.get("idle"):
         return ""
-    if summary.get("baseline") != BASELINE_OK:
-        return "other clients' GET: baseline %s (idle p50 %.1f ms, p99 %.1f ms), budget not applied" % (
-            summary.get("baseline"), summary["idle"]["p50_ms"], summary["idle"]["p99_ms"])
-    if not summary.get("during"):
-        return "other clients' GET p99 %.1f ms idle, nothing written" % summary["idle"]["p99_ms"]
-    return "other clients' GET p99 %.1f -> %.1f ms (x%.2f, budget x%.1f %s)" % (
-        summary["idle"]["p99_ms"], summary["during"]["p99_ms"], summary["multiple"], summary["budget"],
-        "held" if summary["held"] else "NOT held")
+    pct = int(summary.get("percentile") or 99)
+    key, idle, during = "p%d_ms" % pct, summary["idle"], summary.get("during")
+    if summary.get("baseline") not in (BASELINE_OK, BASELINE_NOISY) or (during and summary.get("multiple") is None):
+        return "other clients' GET: baseline %s (idle p50 %.1f ms, p%d %.1f ms, %s samples), budget not applied" % (
+            summary.get("baseline"), idle["p50_ms"], pct, idle.get(key) or 0.0, idle.get("samples"))
+    reference = summary.get("reference_ms") or idle.get(key) or 0.0
+    if not during:
+        return "other clients' GET p%d %.1f ms idle, nothing written" % (pct, reference)
+    noisy = ", noisy idle held at x%g its p50" % NOISE_CAP if summary.get("baseline") == BASELINE_NOISY else ""
+    return "other clients' GET p%d %.1f -> %.1f ms (x%.2f, budget x%.1f %s%s)" % (
+        pct, reference, during[key], summary["multiple"], summary["budget"],
+        "held" if summary["held"] else "NOT held", noisy)

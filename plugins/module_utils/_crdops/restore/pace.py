@@ -13,10 +13,10 @@ with a single write in flight, so the baseline is re-measured at the lowest load
 of drifting up with the load it causes (BBR's ProbeRTT). docs/how-it-works.md says why this and not AIMD.
 
 What other clients see is a signal of its own (latency_probe.py): with a probe, a window also cuts the limit when
-the probe's p99 over its sliding window is above ``budget`` times its idle p99, in proportion, at most once per
+the probe's p90 over its sliding window is above ``budget`` times its idle reference, in proportion, at most once per
 ``probe_cut_every`` seconds (the probe's window still holds the samples from before a cut), and the limit does not
 grow while it is above; with a probe it grows at most once every ``probe_grow_every`` seconds, since a window of
-writes lasts milliseconds and the probe's p99 needs seconds to show what a growth did (growing every window, a
+writes lasts milliseconds and the probe's window needs seconds to show what a growth did (growing every window, a
 pass measured other clients' p99 at x2.8 of idle with a budget of 2). Whichever signal asks for the deeper cut
 wins. Only the probe cuts below one write in
 flight: a limit of 0.4 keeps one write in flight 40 % of the time (after a write that took L seconds the next one
@@ -42,8 +42,9 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
-from .latency_probe import MIN_IDLE_SAMPLES, Baseline, LatencyProbe
+from .latency_probe import LatencyProbe
 from .latency_probe import describe as probe_describe
+from .probe_baseline import MIN_IDLE_SAMPLES, Baseline
 
 GENTLE = "gentle"
 MAX = "max"
@@ -221,7 +222,7 @@ class GradientLimiter:
 
     def _may_grow(self) -> bool:
         """Without a probe, every quiet window grows the limit; with one, at most every ``probe_grow_every`` s: a
-        window of writes lasts milliseconds, the probe's p99 needs seconds to show what a growth did."""
+        window of writes lasts milliseconds, the probe's p90 needs seconds to show what a growth did."""
         if self.probe is None or self._last_growth is None:
             return True
         return self.clock() - self._last_growth >= self.settings.probe_grow_every
@@ -271,6 +272,11 @@ class PaceGate:
     @property
     def probe(self) -> Optional[LatencyProbe]:
         return self.limiter.probe
+
+    def idle_ends(self, give_up: Callable[[], bool]) -> None:
+        """The pass starts its own work (LISTs, dry-runs): the probe's idle baseline is what it sampled until now."""
+        if self.probe is not None:
+            self.probe.measure_idle(give_up)
 
     def acquire(self, give_up: Callable[[], bool]) -> Optional[float]:
         """Wait for a permit; the start time of the write, or None when ``give_up()`` says the pass stopped. The
@@ -352,7 +358,8 @@ class PaceCarry:
             self.learned = learned
         probe = gate.probe
         if probe is not None and probe.baseline is not None and probe.baseline.samples >= MIN_IDLE_SAMPLES:
-            self.idle = probe.baseline  # a noisy one too: the next pass would only wait to measure it again
+            # a noisy one too (it holds a budget, capped); the next pass adds the idle samples it takes anyway
+            self.idle = probe.baseline
 
 
 def describe(snap: Optional[Dict[str, Any]]) -> str:

@@ -30,6 +30,7 @@ from ..record.events import PASS_FAILED, PASS_STARTED, PASS_SUCCEEDED, emit_crd_
 from ..restore.freshness import barrier_revision
 from ..record.lag_note import LAGGED_ANNOTATION, LagKeeper
 from ..restore.latency_probe import DEFAULT_BUDGET, LatencyProbe
+from ..restore.probe_process import ProcessSampler
 from ..ownership.managed_fields import check_removed_versions, keeps_ownership, removed_for
 from ..restore.pace import GENTLE, Learned, PaceCarry, PaceGate
 from ..ha.pass_lease import DEFAULT_NAMESPACE, LeaseHeldError, PassLease
@@ -71,7 +72,7 @@ class RunOptions:
     # the pace a previous run of this cluster learned (its result's ``pace_learned``): the first pass starts there
     pace_start: Optional[Learned] = None
     # pace gentle: what other clients see (a probe GET of the pass Lease) is held within this multiple of its idle
-    # p99 (latency_probe.py); 0: no probe, the writes' own latency alone
+    # p90 (latency_probe.py, probe_baseline.py); 0: no probe, the writes' own latency alone
     latency_budget: float = DEFAULT_BUDGET
 
     def validate(self) -> None:
@@ -79,7 +80,7 @@ class RunOptions:
         at_least("drain_window", self.drain_window, 0)
         at_least("latency_budget", self.latency_budget, 0)
         if 0 < self.latency_budget < 1.0:
-            raise BadInputError("latency_budget must be 0 (off) or at least 1.0 (a multiple of the idle p99), got %s"
+            raise BadInputError("latency_budget must be 0 (off) or at least 1.0 (a multiple of the idle p90), got %s"
                                 % self.latency_budget)
         at_least("confirm_passes", self.confirm_passes, 0)
         if self.confirm_passes > 10:
@@ -279,6 +280,8 @@ def run_pass(transport: Transport, crd: Crd, options: RunOptions, barrier: Barri
     waited, drain, revision = None, None, None
     if not check_mode:
         waited, drain, revision = before_writes(transport, crd, options, barrier, lease)
+    if pace is not None:  # the probe sampled through the barrier and the drain: its idle ends here
+        pace.idle_ends(give_up(options, stop_check))
     errors: List[str] = []
     if not check_mode:
         _emit(transport, crd, errors, PASS_STARTED, started_message(crd, options.restore.removed_versions))
@@ -360,9 +363,10 @@ def run_migration(transport: Transport, crds: List[Crd], options: RunOptions,
 
 def start_probe(transport: Transport, lease: Optional[PassLease], options: RunOptions,
                 carry: PaceCarry) -> Optional[LatencyProbe]:
-    """The probe of one pass under pace gentle with a budget: GETs of its pass Lease on a connection of its own (no
-    max_qps bucket), from now until the pass ends; its idle baseline (about a second) is measured before the pass
-    does anything else, unless an earlier pass of this cluster measured it."""
+    """The probe of one pass under pace gentle with a budget: GETs of its pass Lease, from a process of its own
+    (probe_process.py; else on a thread here, on a connection of its own), never through the max_qps bucket, from
+    now until the pass ends. It samples the idle through the barrier and the drain (``PaceGate.idle_ends``), added
+    to what the cluster's earlier passes measured."""
     if lease is None or options.restore.pace != GENTLE or not options.latency_budget:
         return None
     own = getattr(transport, "for_endpoint", None)
@@ -374,9 +378,16 @@ def start_probe(transport: Transport, lease: Optional[PassLease], options: RunOp
         resp = conn.request("GET", path)
         if not resp.ok:
             raise error_from_response(resp, "latency probe GET of the pass Lease", cluster=transport.cluster_label)
-    probe = LatencyProbe(fetch, options.latency_budget, baseline=carry.idle, target=lease.where).start()
+    wire = getattr(transport, "wire", None)
+    sampler = ProcessSampler(wire() if wire is not None else None, path)
+    return LatencyProbe(fetch, options.latency_budget, baseline=carry.idle, target=lease.where,
+                        sampler=sampler).start()
+
+
+def give_up(options: RunOptions, stop_check: Optional[StopCheck]) -> Callable[[], bool]:
+    """Whether a wait of the pass should end: a stop request, or the pass Lease lost."""
     stop = options.stop
-    return probe.measure_idle(give_up=stop.is_set if stop is not None else (lambda: False))
+    return lambda: bool((stop is not None and stop.is_set()) or (stop_check is not None and stop_check()))
 
 
 def take_lease(transport: Transport, crd: Crd, options: RunOptions) -> PassLease:
@@ -400,6 +411,8 @@ def migrate_one(transport: Transport, crd: Crd, options: RunOptions, barrier: Ba
     had_valid_record = validate_record(crd).ok
     skip = skip_reason(crd, options.force, had_valid_record, crd.name in options.require_record)
     if skip:
+        if pace is not None:
+            pace.idle_ends(give_up(options, stop_check))
         entry = run_managed_fields_pass(transport, crd, options, progress, stop_check, pace)
         entry["barrier"] = None
         entry["drain"] = None

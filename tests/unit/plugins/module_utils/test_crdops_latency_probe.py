@@ -12,7 +12,9 @@ import pytest
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import ApiError
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.latency_probe import (
-    MIN_IDLE_SAMPLES, WARMUP_REQUESTS, Baseline, LatencyProbe, describe, percentile)
+    WARMUP_REQUESTS, LatencyProbe, describe)
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.probe_baseline import (
+    HELD_PERCENTILE, MAX_IDLE_SAMPLES, MIN_IDLE_SAMPLES, NOISE_CAP, Baseline, percentile)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.pace import (
     GradientLimiter, PaceCarry, PaceGate, PaceSettings)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.pace import describe as describe_pace
@@ -50,14 +52,15 @@ def begin(probe):
 def test_percentile_is_nearest_rank():
     values = [float(v) for v in range(1, 101)]
     assert percentile(values, 50) == 50.0 and percentile(values, 99) == 99.0 and percentile([3.0], 99) == 3.0
+    assert percentile(values, 90) == 90.0 and percentile(values[:60], 90) == 54.0  # of 60: the sixth largest
 
 
-def test_idle_samples_before_the_first_write_are_the_baseline_and_the_window_p99_its_multiple():
+def test_idle_samples_before_the_first_write_are_the_baseline_and_the_window_p90_its_multiple():
     clock = FakeClock()
     probe = probe_on(clock)
     idle(probe, clock, 0.010)
     begin(probe)
-    assert probe.baseline == Baseline(0.010, 0.010, MIN_IDLE_SAMPLES) and probe.baseline.usable
+    assert probe.baseline == Baseline(0.010, 0.010, 0.010, MIN_IDLE_SAMPLES) and probe.baseline.usable
     assert probe.multiple() is None  # too few samples in the window yet
     during(probe, clock, 0.030)
     assert probe.multiple() == pytest.approx(3.0)
@@ -65,36 +68,94 @@ def test_idle_samples_before_the_first_write_are_the_baseline_and_the_window_p99
     during(probe, clock, 0.011)
     assert probe.multiple() == pytest.approx(1.1)
     summary = probe.summary()
-    assert summary["baseline"] == "ok" and summary["idle"] == {"p50_ms": 10.0, "p99_ms": 10.0, "samples": MIN_IDLE_SAMPLES}
-    assert summary["during"]["p99_ms"] == 30.0 and summary["multiple"] == 3.0 and summary["held"] is False
-    assert describe(summary) == "other clients' GET p99 10.0 -> 30.0 ms (x3.00, budget x2.0 NOT held)"
+    assert summary["baseline"] == "ok" and summary["percentile"] == HELD_PERCENTILE == 90
+    assert summary["idle"] == {"p50_ms": 10.0, "p90_ms": 10.0, "p99_ms": 10.0, "samples": MIN_IDLE_SAMPLES}
+    assert summary["reference_ms"] == 10.0 and summary["during"]["p90_ms"] == 30.0
+    assert summary["multiple"] == 3.0 and summary["held"] is False
+    assert describe(summary) == "other clients' GET p90 10.0 -> 30.0 ms (x3.00, budget x2.0 NOT held)"
+    # a summary from before the p90 (a result kept from an earlier release) is still told in its p99
+    old = {"baseline": "ok", "budget": 2.0, "idle": {"p50_ms": 4.0, "p99_ms": 9.5, "samples": 60},
+           "during": {"p50_ms": 6.1, "p99_ms": 15.2, "samples": 300}, "multiple": 1.6, "held": True}
+    assert describe(old) == "other clients' GET p99 9.5 -> 15.2 ms (x1.60, budget x2.0 held)"
+    assert describe(dict(old, baseline="noisy", multiple=None, held=None)).endswith("budget not applied")
 
 
-def test_a_noisy_or_short_idle_is_no_baseline_and_the_budget_is_not_applied():
+def test_one_slow_idle_answer_in_sixty_no_longer_sets_the_budget():
+    """The p99 of 60 samples is their largest: one idle spike made the baseline "noisy" and the budget off. The
+    p90 is the sixth largest: three spikes leave it where the other 57 answers are."""
+    clock = FakeClock()
+    probe = probe_on(clock)
+    for i in range(MIN_IDLE_SAMPLES):
+        clock.t += 0.05
+        probe.record(clock.t, 0.100 if i in (7, 30, 51) else 0.004)
+    begin(probe)
+    assert probe.baseline.status == "ok" and probe.baseline.p99 == 0.100 and probe.baseline.reference == 0.004
+    during(probe, clock, 0.010)
+    assert probe.multiple() == pytest.approx(2.5)
+    assert probe.summary()["held"] is False and probe.summary()["baseline"] == "ok"
+
+
+def test_a_noisy_idle_still_holds_a_budget_capped_at_three_times_its_p50():
     clock = FakeClock()
     noisy = probe_on(clock)
-    idle(noisy, clock, 0.004, jitter=0.100)  # p99 26x the p50
+    for i in range(MIN_IDLE_SAMPLES):  # every fifth answer slow: the idle p90 is one of them, 12x the p50
+        clock.t += 0.05
+        noisy.record(clock.t, 0.050 if i % 5 == 4 else 0.004)
     begin(noisy)
-    during(noisy, clock, 0.050)
-    assert not noisy.baseline.usable and noisy.multiple() is None
-    assert noisy.summary()["baseline"] == "noisy" and noisy.summary()["held"] is None
-    assert describe(noisy.summary()).startswith("other clients' GET: baseline noisy (idle p50 4.0 ms")
+    assert noisy.baseline.usable and noisy.baseline.p90 == 0.050
+    assert noisy.baseline.reference == pytest.approx(NOISE_CAP * 0.004) and noisy.baseline.status == "noisy"
+    during(noisy, clock, 0.030)
+    assert noisy.multiple() == pytest.approx(0.030 / 0.012)  # held: tighter than the raw p90 (x0.6) would be
+    summary = noisy.summary()
+    assert summary["baseline"] == "noisy" and summary["reference_ms"] == 12.0 and summary["held"] is False
+    assert describe(summary) == ("other clients' GET p90 12.0 -> 30.0 ms (x2.50, budget x2.0 NOT held, noisy idle "
+                                 "held at x3 its p50)")
+    # the limiter acts on it: a window over the budget cuts the limit
+    lim = limiter_with(noisy, clock)
+    feed(lim, clock, 0.002, windows=3, probe=noisy, probe_latency=0.030)
+    assert lim.probe_cuts >= 1
+
+
+def test_a_short_idle_is_no_baseline_and_the_budget_is_not_applied():
+    clock = FakeClock()
     short = probe_on(clock)
     idle(short, clock, 0.004, n=MIN_IDLE_SAMPLES - 1)
-    begin(short)  # not started: no thread to wait for
+    begin(short)  # not started: no sampler to wait for
     assert short.baseline.samples == MIN_IDLE_SAMPLES - 1 and not short.baseline.usable
+    during(short, clock, 0.050)
+    assert short.multiple() is None and short.summary()["baseline"] == "short" and short.summary()["held"] is None
+    assert describe(short.summary()) == ("other clients' GET: baseline short (idle p50 4.0 ms, p90 4.0 ms, "
+                                         "59 samples), budget not applied")
 
 
 def test_a_carried_baseline_needs_no_idle_samples_and_round_trips():
     clock = FakeClock()
-    carried = Baseline(0.008, 0.012, MIN_IDLE_SAMPLES + 10)
+    carried = Baseline(0.008, 0.012, 0.015, MIN_IDLE_SAMPLES + 10)
     assert Baseline.from_dict(carried.to_dict()) == carried
     assert Baseline.from_dict({"p50_ms": 1}) is None and Baseline.from_dict(None) is None
+    assert Baseline.from_dict({"p50_ms": 2, "p99_ms": 5, "samples": 60}).p90 == 0.005  # from before the p90
     probe = probe_on(clock, baseline=carried)
     begin(probe)
     during(probe, clock, 0.018)
     assert probe.multiple() == pytest.approx(1.5) and probe.summary()["baseline_carried"] is True
     assert probe.summary()["held"] is True
+
+
+def test_the_next_pass_adds_its_idle_samples_to_the_carried_ones():
+    clock = FakeClock()
+    first = probe_on(clock)
+    idle(first, clock, 0.010)
+    first.measure_idle(lambda: False)
+    carry = PaceCarry("gentle", 4)
+    carry.keep(PaceGate(GradientLimiter(4, probe=first)))
+    assert carry.idle is first.baseline and len(carry.idle.values) == MIN_IDLE_SAMPLES
+    second = probe_on(clock, baseline=carry.idle)
+    idle(second, clock, 0.020, n=40)  # sampled through the second pass's barrier and drain
+    second.measure_idle(lambda: False)  # no wait: a baseline was carried in
+    assert second.baseline.samples == MIN_IDLE_SAMPLES + 40 and second.baseline.p90 == 0.020
+    assert second.baseline.p50 == 0.010 and second.summary()["baseline_carried"] is True
+    many = Baseline.of([0.001] * (MAX_IDLE_SAMPLES + 50))
+    assert many.samples == MAX_IDLE_SAMPLES == len(many.merged([0.002] * 10).values)
 
 
 def limiter_with(probe, clock, workers=8):
@@ -122,8 +183,9 @@ def test_the_limiter_holds_the_probe_budget_when_the_writes_latency_does_not_mov
     while clock.t - calm < 16:  # others fine: grows to the workers, one step every 2 s at most
         feed(lim, clock, 0.002, windows=1, probe=probe, probe_latency=0.012)
     assert lim.permits == 8 and lim.probe_cuts == 0
-    # our writes stay fast, other clients' GETs go 3x slower: cut in proportion (2/3), and again only 2 s later
-    feed(lim, clock, 0.002, windows=3, probe=probe, probe_latency=0.030)
+    # our writes stay fast, other clients' GETs go 3x slower: once a tenth of the 5 s window is (the p90 moves), cut
+    # in proportion (2/3), and again only 2 s later
+    feed(lim, clock, 0.002, windows=6, probe=probe, probe_latency=0.030)
     assert lim.probe_cuts == 1 and lim.limit == pytest.approx(8 * 2.0 / 3.0)
     cut_at = clock.t
     while clock.t - cut_at < 2.5:

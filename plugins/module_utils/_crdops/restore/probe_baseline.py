@@ -1,0 +1,113 @@
+# Copyright (c) 2026, crdops.migration contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# PRIVATE: for internal use by crdops.migration only; may change in any release
+"""The latency probe's idle baseline: which percentile the budget holds, and what a noisy idle does to it.
+
+The budget holds the probe's p90, not its p99. The p99 of 60 idle samples is their largest (nearest rank), so one
+slow idle answer set the budget's absolute limit, and a p99 over 5 times the p50 turned the budget off ("baseline
+noisy"): on a busy machine every pass said so and nothing was held. The p90 of 60 samples is their sixth largest,
+and of a 5 s window at 20 GETs a second (100 samples) its tenth: both counts can estimate it.
+
+A noisy idle still holds a budget: the reference the budget multiplies is the idle p90, capped at NOISE_CAP times
+the idle p50. Noise in the idle makes the budget tighter (the cap), never off. A baseline needs MIN_IDLE_SAMPLES
+samples; the probe samples through the barrier and the drain, where the run waits anyway, and a run's later passes
+add theirs to the ones carried from its earlier passes (up to MAX_IDLE_SAMPLES, the latest kept).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+HELD_PERCENTILE = 90  # the budget holds the window's p90 within budget x the idle reference (see the docstring)
+MIN_IDLE_SAMPLES = 60  # 3 s at 20 GETs a second: the p90 is the sixth largest
+MAX_IDLE_SAMPLES = 2400  # 2 minutes of idle samples carried through a run's passes; the latest are kept
+# an idle p90 above this many times the idle p50 is capped there: a quiet apiserver's GETs measured p90/p50 of
+# 1.2-1.8 (docs/performance-history.md); noise above 3x is not what other clients see when nobody writes
+NOISE_CAP = 3.0
+
+BASELINE_OK, BASELINE_NOISY, BASELINE_SHORT, BASELINE_NONE = "ok", "noisy", "short", "none"
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """Nearest-rank percentile of a non-empty list."""
+    ordered = sorted(values)
+    rank = max(1, int(math.ceil(pct / 100.0 * len(ordered))))
+    return ordered[rank - 1]
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The probe's latency while we were not writing (seconds). ``values``: the samples themselves (the latest
+    MAX_IDLE_SAMPLES), so that the run's next pass can add its own; not part of a result."""
+    p50: float
+    p90: float
+    p99: float
+    samples: int
+    values: Tuple[float, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def usable(self) -> bool:
+        """Enough samples to hold a budget to, noisy or not."""
+        return self.samples >= MIN_IDLE_SAMPLES and self.p50 > 0
+
+    @property
+    def capped(self) -> bool:
+        return self.p90 > NOISE_CAP * self.p50
+
+    @property
+    def reference(self) -> float:
+        """What the budget multiplies: the idle p90, at most NOISE_CAP times the idle p50."""
+        return min(self.p90, NOISE_CAP * self.p50)
+
+    @property
+    def status(self) -> str:
+        if not self.usable:
+            return BASELINE_SHORT
+        return BASELINE_NOISY if self.capped else BASELINE_OK
+
+    @classmethod
+    def of(cls, latencies: Sequence[float], keep: bool = True) -> Optional[Baseline]:
+        """The percentiles of ``latencies``; ``keep``: of the latest MAX_IDLE_SAMPLES, kept in ``values``."""
+        if not latencies:
+            return None
+        kept = tuple(latencies[-MAX_IDLE_SAMPLES:]) if keep else tuple(latencies)
+        return cls(percentile(kept, 50), percentile(kept, HELD_PERCENTILE), percentile(kept, 99), len(kept),
+                   kept if keep else ())
+
+    def merged(self, latencies: List[float]) -> Baseline:
+        """This (carried) baseline with a later pass's idle samples added. A baseline without its samples (from a
+        result, ``from_dict``) gives way to a later pass's own when that has enough of them."""
+        if not latencies:
+            return self
+        if not self.values:
+            own = Baseline.of(latencies)
+            return own if own is not None and own.usable else self
+        return Baseline.of(list(self.values) + latencies) or self
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"p50_ms": _ms(self.p50), "p90_ms": _ms(self.p90), "p99_ms": _ms(self.p99), "samples": self.samples}
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> Optional[Baseline]:
+        """From ``to_dict()`` output (an earlier pass of this run, a p90 from before there was one: its p99);
+        None for anything else."""
+        try:
+            p99 = float(raw["p99_ms"]) / 1000.0
+            p90 = float(raw.get("p90_ms", raw["p99_ms"])) / 1000.0
+            return cls(float(raw["p50_ms"]) / 1000.0, p90, p99, int(raw["samples"]))
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return None
+
+
+def latencies_dict(latencies: Sequence[float]) -> Optional[Dict[str, Any]]:
+    """p50/p90/p99 and the count of some samples (the "during" of a summary); None for none."""
+    base = Baseline.of(latencies, keep=False)
+    return base.to_dict() if base is not None else None
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000.0, 2)
