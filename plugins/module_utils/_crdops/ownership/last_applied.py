@@ -152,9 +152,9 @@ def fix_last_applied(text: str, manifest: Mapping[str, Any], version: str, group
                               % (storage_version, mapping.method))
     missing = manifest_paths_not_in(new, obj) if obj is not None else ()
     if missing:
-        return LastAppliedFix(version, None, owner, dropped, "translated, it would name %s, which the object does "
-                              "not have at %s (%s mapping)" % (", ".join(missing[:5]), storage_version,
-                                                                mapping.method), missing)
+        why = "translated, it would name %s, which the object does not have at %s (%s mapping)" % (
+            ", ".join(missing[:5]), storage_version, mapping.method)
+        return LastAppliedFix(version, None, owner, dropped, why, missing)
     new["apiVersion"] = "%s/%s" % (group, storage_version)
     ending = "\n" if text.endswith("\n") else ""
     return LastAppliedFix(version, json.dumps(new, sort_keys=True, separators=(",", ":")) + ending, owner, dropped)
