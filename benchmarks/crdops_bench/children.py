@@ -59,12 +59,21 @@ def gentle_gate(transport, crd, opts, budget: float):
         resp = conn.request("GET", lease.path)
         if not resp.ok:
             raise transport_mod.error_from_response(resp, "latency probe GET")
-    probe = probe_mod.LatencyProbe(fetch, budget, target=lease.where).start().measure_idle(lambda: False)
+    probe = probe_mod.LatencyProbe(fetch, budget, target=lease.where, **own_process(transport, lease.path))
+    probe.start().measure_idle(lambda: False)
 
     def cleanup() -> None:
         probe.stop()
         lease.release()
     return pace_mod.pace_gate(opts.pace, opts.workers, probe=probe), cleanup
+
+
+def own_process(transport, path: str) -> dict:
+    """The probe's GETs from a process of their own, as crd_storage_migrate sends them (an engine from before
+    probe_process.py: none, its probe runs on a thread beside the writers)."""
+    if not engine.has_module("restore.probe_process") or not hasattr(transport, "wire"):
+        return {}
+    return {"sampler": engine.module("restore.probe_process").ProcessSampler(transport.wire(), path)}
 
 
 def child_engine(spec: dict) -> dict:
