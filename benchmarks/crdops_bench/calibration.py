@@ -5,6 +5,7 @@ like against like.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from . import observers, own_probe
@@ -85,7 +86,7 @@ def point(raw: list, contender: str, n: int) -> Point | None:
 
 
 def fewest(counts: list) -> int:
-    known = [c for c in counts if c == c]  # NaN: a row without that observer
+    known = [c for c in counts if not math.isnan(c)]  # NaN: a row without that observer
     return int(min(known)) if known else 0
 
 

@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .calibration import MIN_IDLE_SAMPLES, MIN_REPS, Point
@@ -62,7 +63,7 @@ def probe_agreement(pts: list[Point]) -> list[Check]:
     out = []
     for p in (p for p in pts if p.ours):
         ratios = {obs: p.own_vs[obs].median for obs in OBSERVERS}
-        known = [v for v in ratios.values() if v == v]
+        known = [v for v in ratios.values() if not math.isnan(v)]
         worst = max(known, key=lambda v: abs(v - 1), default=NAN)
         detail = "; ".join(f"{SHORT[o]} {spread_text(p.own_vs[o])}" for o in OBSERVERS)
         out.append(Check(f"our probe ÷ observers (p{p.own_percentile:g} multiples), budget {p.label}", worst,

@@ -14,6 +14,7 @@ afterwards (a wrong answer is a FAILED row, never a fast one) and removes the da
 from __future__ import annotations
 
 import functools
+import math
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -95,7 +96,7 @@ def servers_cores(pids: list[int]) -> float:
 
 def observers_only_cores(pids: list[int]) -> float:
     """What the servers use with only the observers asking: the least of BASELINE_STEPS steps."""
-    return round(min(servers_cores(pids) for _ in range(BASELINE_STEPS)), 3)
+    return round(min(servers_cores(pids) for _step in range(BASELINE_STEPS)), 3)
 
 
 def quiet(window: dict) -> bool:
@@ -144,10 +145,10 @@ def observed_text(row: dict) -> str:
     for obs in observers.OBSERVERS:
         idle, during = (observers.get_stat(row, obs, w) for w in ("idle", "during"))
         n = observers.get_stat(row, obs, "idle", "n")
-        if idle == idle:  # not NaN
+        if not math.isnan(idle):
             parts.append(f"x{during / idle:.2f} ({observers.SHORT[obs]}, {n:.0f} idle)")
     own = own_probe.multiple(own_probe.summary(row))
-    return (" GET p99 " + " ".join(parts) + (f", own x{own:.2f}" if own == own else "")) if parts else ""
+    return (" GET p99 " + " ".join(parts) + (f", own x{own:.2f}" if not math.isnan(own) else "")) if parts else ""
 
 
 class Runner:

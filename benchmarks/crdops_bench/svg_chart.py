@@ -30,7 +30,7 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
 
 
 def finite(*values: float) -> bool:
-    return all(v == v and not math.isinf(v) for v in values)
+    return all(math.isfinite(v) for v in values)
 
 
 class Axes:
@@ -108,7 +108,7 @@ def label_at(x: float, y: float, text: str, placed: list) -> tuple[float, float]
     """Up and right of the point, moved down a line at a time while it would cover a label already placed."""
     width, height = 7 * len(text), 14
     lx, ly = x + 8, y - 8
-    for _ in range(6):
+    for _attempt in range(6):
         if not any(lx < px + pw and px < lx + width and ly - height < py and py - ph < ly for px, py, pw, ph in placed):
             break
         ly += height
