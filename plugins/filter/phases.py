@@ -49,18 +49,19 @@ def _planned(crd, release_storage, switches, sample, follow):
 
 
 def crd_upgrade_plan(before, names, release_storage, sample=None, migrate=True, trim=True, workers=8, follow=None,
-                     pace="gentle", latency_budget=2.0):
+                     pace="gentle", latency_budget=2.0, flow_control=None):
     """The plan per CRD: every live CRD of ``before`` (crd_storage_info), then each of ``names`` not live yet.
 
     Each entry's ``plan`` says what release N and the run will do to it (plan_of); ``sample`` is the preflight's
     crd_storage_migrate ``crds`` (their dry-run latency estimates a duration when no record has a pace),
     ``migrate``/``trim`` the role's switches, ``workers`` its writes in flight, ``pace`` and ``latency_budget``
     the pace the re-store will keep, ``follow`` the check-mode crd_release_follow records (what following the
-    releases would remove from each live CRD).
+    releases would remove from each live CRD), ``flow_control`` crd_storage_info's (which API Priority and Fairness
+    FlowSchema the run's requests fall under: said with the pace).
     """
     release_storage = release_storage or {}
     switches = {"migrate": bool(migrate), "trim": bool(trim), "workers": int(workers or 1), "pace": pace,
-                "latency_budget": float(latency_budget or 0)}
+                "latency_budget": float(latency_budget or 0), "apf": (flow_control or {}).get("words")}
     by_name = dict((c.get("name"), c) for c in sample or [])
     removals = removals_by_crd(follow or [])
     out = [_planned(crd, release_storage, switches, by_name, removals) for crd in before or []]

@@ -365,6 +365,18 @@ crds:
       type: list
       elements: dict
       returned: when O(managed_fields_sample) > 0
+flow_control:
+  version_added: 1.0.0
+  description:
+    - Where API Priority and Fairness classifies a request like the re-store's, from the FlowSchema UID the apiserver
+      names in its answer, compared with the shipped FlowSchema C(crdops-migration) (C(docs/rbac/flowschema.yaml))
+      and the suggested C(exempt) one.
+    - C(state) is C(shipped), C(exempt), C(other) (another FlowSchema), C(unknown) (the FlowSchemas could not be
+      read; C(words) names the permission) or C(off) (no APF header). C(words) is the plan's sentence.
+  returned: always
+  type: dict
+  sample: {state: shipped, flow_schema_uid: 0b5c6a3e-0f6c-4d4e-9a1b-2f3c4d5e6f70, priority_level_uid: null,
+           words: "API Priority and Fairness: the shipped FlowSchema crdops-migration is in place (a priority level of its own)"}
 nothing_to_do:
   version_added: 1.0.0
   description: With O(nothing_to_do), the verdict (null without it).
@@ -428,6 +440,7 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.erro
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.removal_plan import targets_of
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.in_effect import releases_in_effect
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.run.nothing_to_do import Peers, Releases, decide
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.flow_control import flow_control
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.proof.storage_diff import storage_diff_of
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.proof.storage_forecast import forecast_of
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.release.writers import iso, server_clock
@@ -451,7 +464,7 @@ OPTIONS = dict(
 
 
 class Info(Job):
-    RESULT = dict(crds=[], skipped_documents=[], nothing_to_do=None)
+    RESULT = dict(crds=[], skipped_documents=[], nothing_to_do=None, flow_control=None)
     WHAT = "crd_storage_info"
 
     def prepare(self):
@@ -483,6 +496,7 @@ class Info(Job):
         p, o = self.params, self.options
         sampler = self.etcd(EtcdSampler)
         self.result["server_time"] = iso(server_clock(transport))
+        self.result["flow_control"] = flow_control(transport).to_dict()
         for crd in crds:
             out = describe_crd(transport, crd, count=o.count_objects, targets=self.targets,
                                managed_fields_sample=o.managed_fields_sample)

@@ -11,7 +11,7 @@ import yaml
 
 from tests.controlplane.etcd_reader import scan_storage
 from tests.controlplane.kube import Kube, KubeError, objects_path
-from tests.integration.modrun import run_module
+from tests.integration.modrun import auth_args, run_module
 from tests.integration.seed import seed_old_objects
 from tests.integration.test_security import service_account_token, shipped_rules, token_args
 
@@ -43,6 +43,13 @@ def pf_headers(cluster, token: str, path: str) -> dict:
     return {k.lower(): v for k, v in resp.headers.items() if k.lower().startswith("x-kubernetes-pf-")}
 
 
+def flow_control_of(cluster, token: str, s) -> dict:
+    """crd_storage_info's flow_control, run with the ServiceAccount's token."""
+    result = run_module("crd_storage_info", dict(token_args(cluster, token), names=[s.crd_name]))
+    assert not result.get("failed"), result.get("msg")
+    return result["flow_control"]
+
+
 def dispatched(kube: Kube, flow_schema: str) -> float:
     """apiserver_flowcontrol_dispatched_requests_total of one FlowSchema, summed over its priority levels."""
     text = kube.request("GET", "/metrics")
@@ -60,6 +67,8 @@ def test_shipped_flowschema_classifies_the_migration_serviceaccount_and_its_pass
     sa = f"apf-{group.split('.')[0]}"
     token = service_account_token(kube, sa, shipped_rules(group), namespace=SA_NAMESPACE)
     plc, fs = shipped("prioritylevel.yaml"), shipped("flowschema.yaml")
+    # the plan's words before the shipped objects are in place: another FlowSchema (service-accounts)
+    assert flow_control_of(cluster, token, s)["state"] == "other"
     assert plc["spec"]["type"] == "Limited" and plc["spec"]["limited"]["limitResponse"]["type"] == "Queue"
     subject = fs["spec"]["rules"][0]["subjects"][0]["serviceAccount"]
     assert (subject["namespace"], subject["name"]) == ("ops", "crdops-migration")  # as docs/rbac.md says
@@ -82,6 +91,14 @@ def test_shipped_flowschema_classifies_the_migration_serviceaccount_and_its_pass
     # an identity the schema does not name stays where it was (our rule matches only the ServiceAccount)
     other = service_account_token(kube, f"{sa}-other", shipped_rules(group), namespace=SA_NAMESPACE)
     assert pf_headers(cluster, other, "/version")["x-kubernetes-pf-flowschema-uid"] != fs_uid
+    # what the plan says, by the same uids, with the shipped ClusterRole's read of the two FlowSchemas
+    assert flow_control_of(cluster, token, s) == {
+        "state": "shipped", "flow_schema_uid": fs_uid, "priority_level_uid": plc_uid,
+        "words": "API Priority and Fairness: the shipped FlowSchema crdops-migration is in place (a priority level "
+                 "of its own)"}
+    assert flow_control_of(cluster, other, s)["state"] == "other"
+    admin = run_module("crd_storage_info", dict(auth_args(cluster), names=[s.crd_name]))
+    assert admin["flow_control"]["state"] == "exempt", admin["flow_control"]
 
     before = dispatched(kube, fs["metadata"]["name"])
     result = run_module("crd_storage_migrate", dict(token_args(cluster, token), names=[s.crd_name]))

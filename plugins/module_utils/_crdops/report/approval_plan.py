@@ -97,13 +97,16 @@ def _steps(plan: Dict[str, Any], new: bool) -> List[str]:
 
 
 def pace_words(switches: Dict[str, Any]) -> str:
-    """The pace the re-store will keep, as the plan says it: which budget it holds for other clients."""
+    """The pace the re-store will keep, as the plan says it: which budget it holds for other clients, and under
+    which API Priority and Fairness FlowSchema its requests fall (``apf``: flow_control.py's words)."""
+    apf = "; %s" % switches["apf"] if switches.get("apf") else ""
     if switches.get("pace", "gentle") != "gentle":
-        return "pace max: %d writes in flight, other clients' latency not held" % int(switches.get("workers") or 1)
+        return "pace max: %d writes in flight, other clients' latency not held%s" % (
+            int(switches.get("workers") or 1), apf)
     budget = float(switches.get("latency_budget", 2.0) or 0)
     if not budget:
-        return "pace gentle by the writes' own latency (latency budget off)"
-    return "pace gentle: other clients' GET p90 held within x%.1f of idle" % budget
+        return "pace gentle by the writes' own latency (latency budget off)%s" % apf
+    return "pace gentle: other clients' GET p90 held within x%.1f of idle%s" % (budget, apf)
 
 
 def plan_of(entry: Dict[str, Any], record: Dict[str, Any], switches: Dict[str, Any],
