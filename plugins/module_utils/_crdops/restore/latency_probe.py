@@ -227,15 +227,15 @@ class LatencyProbe:
         with self._cond:
             base, during, process = self.baseline, list(self._during), self.process
         usable = base is not None and base.usable
-        separate = process == SEPARATE and self.sampler is not None
+        sampler = self.sampler if process == SEPARATE else None  # whose GETs these were
         out: Dict[str, Any] = {
             "target": self.target, "budget": self.budget, "interval_s": self.interval, "percentile": HELD_PERCENTILE,
             "baseline": base.status if base is not None else BASELINE_NONE, "baseline_carried": self.carried,
             "idle": base.to_dict() if base is not None else None,
             "reference_ms": _ms(base.reference) if base is not None and usable else None,
             "during": latencies_dict(during), "errors": self.errors, "multiple": None, "held": None,
-            "process": process, "pid": self.sampler.pid if separate and self.sampler is not None else os.getpid(),
-            "flow_schema": self.sampler.flow_schema if separate and self.sampler is not None else None}
+            "process": process, "pid": sampler.pid if sampler is not None else os.getpid(),
+            "flow_schema": sampler.flow_schema if sampler is not None else None}
         if usable and during and base is not None:
             multiple = percentile(during, HELD_PERCENTILE) / base.reference
             out.update(multiple=round(multiple, 2), held=multiple <= self.budget)
