@@ -18,7 +18,9 @@ run does, a thread here (``fetch``), as the summary's ``process`` says. Samples 
 (from the probe's start through the barrier and the drain, where the run waits anyway: ``measure_idle``) are the
 idle baseline, added to those of the run's earlier passes; ``multiple()`` is the p90 of the last ``window_s``
 seconds over the baseline's reference (its p90, capped by its p50: probe_baseline.py), which the limiter holds
-within the latency budget (pace.py).
+within the latency budget (pace.py). ``tail_multiple()`` is the p99 of the samples since the limiter last cut (at
+most ``TAIL_SPAN_S`` back, at least MIN_TAIL_SAMPLES of them) over the idle p99: held within the same budget once
+both sides have enough samples to estimate a p99.
 """
 
 from __future__ import annotations
@@ -32,10 +34,10 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Protocol, Tuple
 
 from ..kube.errors import CrdOpsError
 from .probe_baseline import (
-    BASELINE_NONE, BASELINE_NOISY, BASELINE_OK, HELD_PERCENTILE, MIN_IDLE_SAMPLES, NOISE_CAP, Baseline,
-    latencies_dict, percentile)
+    BASELINE_NONE, BASELINE_NOISY, BASELINE_OK, HELD_PERCENTILE, MIN_IDLE_SAMPLES, MIN_TAIL_SAMPLES, NOISE_CAP,
+    TAIL_PERCENTILE, Baseline, latencies_dict, percentile)
 
-DEFAULT_BUDGET = 2.0  # the probe's p90 while we write, as a multiple of its idle reference
+DEFAULT_BUDGET = 2.0  # the probe's p90 (and p99) while we write, as a multiple of its idle reference
 DEFAULT_INTERVAL_S = 0.05  # 20 GETs a second: a busy controller's reads, light beside a pass's writes
 # idle is sampled as the writes are, every ``interval``: requests 5 ms apart meet warmer caches and no wake-up, and
 # a second of them misses the apiserver's rarer slow answers (a benchmark pass measured an idle p99 of 2.5 ms that
@@ -50,6 +52,9 @@ WARMUP_REQUESTS = 3
 SWITCH_INTERVAL_S = 0.0005
 WINDOW_S = 5.0  # the sliding window the budget is held over
 MIN_WINDOW_SAMPLES = 20  # the window's p90 is then at least its third largest
+# the tail's samples reach back to the limiter's last cut (what came before measured a load that is gone), at most
+# this far: a minute of a steady pace is one load, and older samples would hold a cut that no longer applies
+TAIL_SPAN_S = 60.0
 SEPARATE = "separate"  # the summary's ``process`` when the GETs came from a process of their own
 IN_PROCESS = "in-process"
 
@@ -92,6 +97,7 @@ class LatencyProbe:
         self._idle: List[float] = []
         self._during: List[float] = []
         self._window: Deque[Tuple[float, float]] = deque()
+        self._tail: Deque[Tuple[float, float]] = deque()
         self._writing_since: Optional[float] = None
         self._cond = threading.Condition()
         self._stop = threading.Event()
@@ -168,6 +174,7 @@ class LatencyProbe:
             else:
                 self._during.append(latency)
                 self._window.append((started, latency))
+                self._tail.append((started, latency))
             self._cond.notify_all()
 
     def _running(self) -> bool:
@@ -221,6 +228,25 @@ class LatencyProbe:
                 return None
             return percentile([lat for _t, lat in self._window], HELD_PERCENTILE) / self.baseline.reference
 
+    def tail_multiple(self) -> Optional[float]:
+        """The p99 of the samples since :meth:`restart_tail` (at most TAIL_SPAN_S back) over the idle p99; None
+        until both have MIN_TAIL_SAMPLES samples."""
+        with self._cond:
+            reference = self.baseline.tail_reference if self.baseline is not None else None
+            if reference is None:
+                return None
+            horizon = self.clock() - TAIL_SPAN_S
+            while self._tail and self._tail[0][0] < horizon:
+                self._tail.popleft()
+            if len(self._tail) < MIN_TAIL_SAMPLES:
+                return None
+            return percentile([lat for _t, lat in self._tail], TAIL_PERCENTILE) / reference
+
+    def restart_tail(self) -> None:
+        """The limiter cut: the tail is measured afresh, at the new pace."""
+        with self._cond:
+            self._tail.clear()
+
     def summary(self) -> Dict[str, Any]:
         """What other clients saw: idle and during p50/p90/p99, the multiple and whether the budget held, and where
         the GETs came from."""
@@ -239,6 +265,20 @@ class LatencyProbe:
         if usable and during and base is not None:
             multiple = percentile(during, HELD_PERCENTILE) / base.reference
             out.update(multiple=round(multiple, 2), held=multiple <= self.budget)
+        out.update(self._tail_summary(base, during))
+        return out
+
+    def _tail_summary(self, base: Optional[Baseline], during: List[float]) -> Dict[str, Any]:
+        """The p99 part of the summary: held only where both sides had enough samples to estimate it."""
+        reference = base.tail_reference if base is not None else None
+        out: Dict[str, Any] = {"tail_percentile": TAIL_PERCENTILE, "tail_reference_ms": None, "tail_multiple": None,
+                               "tail_held": None}
+        if reference is None:
+            return out
+        out["tail_reference_ms"] = _ms(reference)
+        if len(during) >= MIN_TAIL_SAMPLES:
+            multiple = percentile(during, TAIL_PERCENTILE) / reference
+            out.update(tail_multiple=round(multiple, 2), tail_held=multiple <= self.budget)
         return out
 
 
@@ -260,6 +300,16 @@ def describe(summary: Optional[Dict[str, Any]]) -> str:
     if not during:
         return "other clients' GET p%d %.1f ms idle, nothing written" % (pct, reference)
     noisy = ", noisy idle held at x%g its p50" % NOISE_CAP if summary.get("baseline") == BASELINE_NOISY else ""
-    return "other clients' GET p%d %.1f -> %.1f ms (x%.2f, budget x%.1f %s%s)" % (
+    return "other clients' GET p%d %.1f -> %.1f ms (x%.2f, budget x%.1f %s%s)%s" % (
         pct, reference, during[key], summary["multiple"], summary["budget"],
-        "held" if summary["held"] else "NOT held", noisy)
+        "held" if summary["held"] else "NOT held", noisy, _describe_tail(summary))
+
+
+def _describe_tail(summary: Dict[str, Any]) -> str:
+    """``, p99 4.1 -> 7.9 ms (x1.93 held)`` where the tail was measured on both sides, else nothing."""
+    if summary.get("tail_multiple") is None or not summary.get("during"):
+        return ""
+    pct = int(summary.get("tail_percentile") or TAIL_PERCENTILE)
+    return ", p%d %.1f -> %.1f ms (x%.2f %s)" % (
+        pct, summary["tail_reference_ms"], summary["during"]["p%d_ms" % pct], summary["tail_multiple"],
+        "held" if summary["tail_held"] else "NOT held")

@@ -17,8 +17,10 @@ the probe's p90 over its sliding window is above ``budget`` times its idle refer
 ``probe_cut_every`` seconds (the probe's window still holds the samples from before a cut), and the limit does not
 grow while it is above; with a probe it grows at most once every ``probe_grow_every`` seconds, since a window of
 writes lasts milliseconds and the probe's window needs seconds to show what a growth did (growing every window, a
-pass measured other clients' p99 at x2.8 of idle with a budget of 2). Whichever signal asks for the deeper cut
-wins. Only the probe cuts below one write in
+pass measured other clients' p99 at x2.8 of idle with a budget of 2). The probe's p99 (its tail, over the samples
+since the last cut) is held to the same budget once it can be estimated; a cut the tail asked for holds the limit
+until the tail, measured afresh, is within the budget, since a growth two seconds later would bring back what it cut
+before the tail could see it. Whichever signal asks for the deeper cut wins. Only the probe cuts below one write in
 flight: a limit of 0.4 keeps one write in flight 40 % of the time (after a write that took L seconds the next one
 starts L * (1/0.4 - 1) later), down to ``min_duty``; it grows back by a quarter per window while the probe is
 within the budget. One write in flight all the time can still be more than a small control plane gives away
@@ -98,8 +100,10 @@ class GradientLimiter:
         self.max_limit = max(1, int(max_limit))
         self.probe = probe if adaptive else None  # pace max holds no budget
         self.probe_cuts = 0  # cuts the probe asked for (what other clients saw)
+        self.tail_cuts = 0  # of those, the ones its p99 asked for
         self._last_probe_cut: Optional[float] = None
         self._last_growth: Optional[float] = None
+        self._tail_pending = False  # a tail cut holds the limit until the tail is measured again
         self.adaptive = adaptive
         self.settings = settings
         self.clock = clock
@@ -196,12 +200,11 @@ class GradientLimiter:
     def _adjust(self, p50: float) -> None:
         target = (self.baseline or 0.0) * self.settings.tolerance + self.settings.slack
         factors = [target / p50] if p50 > target else []
-        over = self._probe_over_budget()
+        over, tail_over = self._probe_over_budget()
         floor = min(1.0, self.limit)  # the write latency never cuts below one write in flight
         if over is not None and self._probe_may_cut():
             factors.append(over)
-            self.probe_cuts += 1
-            self._last_probe_cut = self.clock()
+            self._probe_cut(tail_over)
             floor = self.settings.min_duty
         if factors:
             self.congested += 1
@@ -213,19 +216,37 @@ class GradientLimiter:
             grown = self.limit + 1.0 if self.limit >= 1.0 else min(1.0, self.limit * self.settings.duty_growth)
             self._set_limit(grown, floor)
 
-    def _probe_over_budget(self) -> Optional[float]:
-        """budget / multiple when the probe's window is over the budget, else None."""
-        multiple = self.probe.multiple() if self.probe is not None else None
-        if multiple is None or self.probe is None or multiple <= self.probe.budget:
-            return None
-        return self.probe.budget / multiple
+    def _probe_over_budget(self) -> Tuple[Optional[float], bool]:
+        """(budget / the larger multiple, whether the tail's is the larger) when the probe's p90 window or its tail
+        is over the budget, else (None, False)."""
+        if self.probe is None:
+            return None, False
+        p90, tail = self.probe.multiple(), self.probe.tail_multiple()
+        if tail is not None:
+            self._tail_pending = False  # measured afresh: over or within, it speaks for itself now
+        worst = max((m for m in (p90, tail) if m is not None), default=None)
+        if worst is None or worst <= self.probe.budget:
+            return None, False
+        return self.probe.budget / worst, tail is not None and worst == tail
+
+    def _probe_cut(self, by_tail: bool) -> None:
+        """A cut the probe asked for: its tail starts again at the new pace, and waits for it when it asked."""
+        self.probe_cuts += 1
+        self._last_probe_cut = self.clock()
+        if self.probe is not None:
+            self.probe.restart_tail()
+        self.tail_cuts += int(by_tail)
+        self._tail_pending = self._tail_pending or by_tail
 
     def _may_grow(self) -> bool:
         """Without a probe, every quiet window grows the limit; with one, at most every ``probe_grow_every`` s: a
-        window of writes lasts milliseconds, the probe's p90 needs seconds to show what a growth did."""
-        if self.probe is None or self._last_growth is None:
+        window of writes lasts milliseconds, the probe's p90 needs seconds to show what a growth did; after a cut
+        the tail asked for, only once the tail is measured again."""
+        if self.probe is None:
             return True
-        return self.clock() - self._last_growth >= self.settings.probe_grow_every
+        if self._tail_pending:
+            return False
+        return self._last_growth is None or self.clock() - self._last_growth >= self.settings.probe_grow_every
 
     def _probe_may_cut(self) -> bool:
         return self._last_probe_cut is None or self.clock() - self._last_probe_cut >= self.settings.probe_cut_every
@@ -242,6 +263,7 @@ class GradientLimiter:
                 "baseline_ms": _ms(self.baseline), "latency_ms": _ms(self.latency), "backoffs": self.backoffs,
                 "throttle_backoffs": self.throttle_backoffs, "windows": self.windows,
                 "congested_windows": self.congested, "probes": self.probes, "probe_cuts": self.probe_cuts,
+                "tail_cuts": self.tail_cuts,
                 "started_from": self.started_from.to_dict() if self.started_from else None}
 
 

@@ -14,7 +14,7 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.erro
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.latency_probe import (
     WARMUP_REQUESTS, LatencyProbe, describe)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.probe_baseline import (
-    HELD_PERCENTILE, MAX_IDLE_SAMPLES, MIN_IDLE_SAMPLES, NOISE_CAP, Baseline, percentile)
+    HELD_PERCENTILE, MAX_IDLE_SAMPLES, MIN_IDLE_SAMPLES, MIN_TAIL_SAMPLES, NOISE_CAP, Baseline, percentile)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.pace import (
     GradientLimiter, PaceCarry, PaceGate, PaceSettings)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.pace import describe as describe_pace
@@ -390,3 +390,66 @@ def test_the_gate_of_the_next_pass_starts_from_what_this_one_learned_and_holds_t
     assert untouched.limiter.permits == 3 and untouched.probe is probe   # nothing written: the start passes on
     fixed = pace_gate("max", 8, clock=clock, probe=probe).following()
     assert fixed.limiter.permits == 8 and not fixed.limiter.adaptive and fixed.probe is None
+
+
+def spiky(lim, clock, seconds, probe, every=20, spike=0.030, calm=0.010, until=lambda: False):
+    """Writes of 2 ms, 10 ms apart, for ``seconds`` or ``until()``; the probe answers ``calm`` but one in ``every``
+    ``spike``: a p90 at idle, a tail three times the idle's."""
+    started, count = clock.t, 0
+    while clock.t - started < seconds and not until():
+        for _write in range(lim.window_size()):
+            clock.t += 0.01
+            count += 1
+            probe.record(clock.t, spike if count % every == 0 else calm)
+            lim.on_sample(clock.t - 0.002, 0.002)
+
+
+def test_the_idle_p99_is_a_reference_only_from_enough_samples_and_capped_as_the_p90_is():
+    assert Baseline.of([0.010] * (MIN_TAIL_SAMPLES - 1)).tail_reference is None
+    assert Baseline.of([0.010] * MIN_TAIL_SAMPLES).tail_reference == pytest.approx(0.010)
+    noisy = Baseline.of([0.010] * (MIN_TAIL_SAMPLES - 10) + [0.200] * 10)  # p99 twenty times the p50
+    assert noisy.tail_reference == pytest.approx(NOISE_CAP * 0.010)
+
+
+def test_the_tail_is_measured_from_the_last_cut_and_only_from_enough_samples():
+    clock = FakeClock()
+    probe = probe_on(clock)
+    idle(probe, clock, 0.010, n=MIN_TAIL_SAMPLES)
+    begin(probe)
+    during(probe, clock, 0.010, seconds=(MIN_TAIL_SAMPLES - 1) * 0.05)
+    assert probe.tail_multiple() is None  # 199 samples: no p99 yet
+    during(probe, clock, 0.030, seconds=0.05 * 5)
+    assert probe.tail_multiple() == pytest.approx(3.0)  # 5 of 204 at 3x idle: the p99
+    probe.restart_tail()
+    assert probe.tail_multiple() is None
+    during(probe, clock, 0.010, seconds=MIN_TAIL_SAMPLES * 0.05)
+    assert probe.tail_multiple() == pytest.approx(1.0)
+    short = probe_on(clock)
+    idle(short, clock, 0.010)  # 60 idle samples: a p90, no p99
+    begin(short)
+    during(short, clock, 0.030, seconds=30)
+    assert short.tail_multiple() is None and short.multiple() == pytest.approx(3.0)
+    assert short.summary()["tail_multiple"] is None and short.summary()["tail_reference_ms"] is None
+
+
+def test_a_tail_over_budget_cuts_and_holds_the_pace_until_it_is_measured_again_while_the_p90_is_fine():
+    clock = FakeClock()
+    probe = probe_on(clock)
+    idle(probe, clock, 0.010, n=MIN_TAIL_SAMPLES)
+    begin(probe)
+    lim = limiter_with(probe, clock)
+    lim._set_limit(4.0)
+    spiky(lim, clock, 30.0, probe, until=lambda: lim.probe_cuts > 0)  # one in twenty at 3x idle: p90 x1, p99 x3
+    assert probe.multiple() == pytest.approx(1.0) and lim.tail_cuts == 1 and lim.probe_cuts == 1
+    assert clock.t - probe._writing_since == pytest.approx(MIN_TAIL_SAMPLES * 0.01, abs=0.1)  # once it knew
+    assert lim.limit == pytest.approx(5.0 * 2.0 / 3.0)  # grown to 5 in its first window, then cut in proportion
+    held = lim.limit
+    spiky(lim, clock, 1.5, probe, every=1000)  # calm again, 150 samples since the cut: the tail unknown, held
+    assert probe.tail_multiple() is None and lim.limit == held
+    spiky(lim, clock, 1.0, probe, every=1000)  # measured again and within: it grows again
+    assert probe.tail_multiple() == pytest.approx(1.0) and lim.limit > held and lim.tail_cuts == 1
+    summary = probe.summary()
+    assert summary["tail_percentile"] == 99 and summary["tail_reference_ms"] == 10.0
+    assert summary["tail_multiple"] == pytest.approx(3.0) and summary["tail_held"] is False
+    assert "p99 10.0 -> 30.0 ms (x3.00 NOT held)" in describe(summary)
+    assert lim.snapshot()["tail_cuts"] == 1
