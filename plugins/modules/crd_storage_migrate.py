@@ -110,7 +110,7 @@ options:
   latency_budget:
     description:
       - With O(pace=gentle), how much slower other clients may find the apiserver while the pass writes, as a multiple
-        of their idle p90 latency. V(0) turns the probe off (the writes' own latency alone sets the pace).
+        of their idle p90 and p99 latency. V(0) turns the probe off (the writes' own latency alone sets the pace).
       - A probe stands in for other clients. It sends a GET of the pass Lease 20 times a second, with the run's credentials
         (the same authentication and API Priority and Fairness flow as the writes), on a connection of its own and
         outside O(max_qps), from a Python process of its own (the interpreter running the module, started with the
@@ -121,9 +121,13 @@ options:
         barrier and the drain, at least 60 of them (3 s) after 3 answers that paid the new connection's set-up, added to
         those of the run's previous passes. From the first write on, the p90 of its last 5 s is held within this
         multiple of the idle p90, beside the write latency; whichever asks for the slower pace wins.
-      - The budget holds the p90, not the p99 - the p99 of 60 idle samples is their largest, so one slow idle answer
-        set the budget. An idle p90 over 3 times the idle p50 (a noisy idle) is held at 3 times the p50 - noise makes
-        the budget tighter, it never turns it off. The result then says C(baseline=noisy).
+      - Once the idle has at least 200 samples (the drain alone gives 20 a second), the p99 is held within the same
+        multiple of the idle p99, over the samples since the p99 last asked for a cut (at least 200 of them, at most
+        the last 60 s); after such a cut the pace does not grow until the p99 is measured again. Other clients feel
+        the tail - holding the p90 alone let their p99 run past the budget (docs/performance.md). Below 200 samples
+        a p99 is one or two slow answers, so only the p90 is held.
+      - An idle p90 over 3 times the idle p50 (a noisy idle) is held at 3 times the p50, and so is the idle p99 -
+        noise makes the budget tighter, it never turns it off. The result then says C(baseline=noisy).
       - Only the probe slows the pass below one write in flight all the time, down to one write in flight 10% of the
         time (C(duty) in RV(crds[].pace)); after a write that took L, the next one waits L * (1/duty - 1).
       - What the probe saw is returned in C(probe) of RV(crds[].pace) and shown in the pass's result line.
@@ -624,13 +628,16 @@ crds:
           C(windows), C(probes) (windows run at one write in flight), C(peak_in_flight) and C(started_from)
           (C(limit) and C(baseline_ms) this pass started from, learned by the previous pass of the same run with
           O(pace=gentle); null for the first pass).
-        - With a probe (see O(latency_budget)), C(probe_cuts) (cuts it asked for) and C(probe), what other clients
+        - With a probe (see O(latency_budget)), C(probe_cuts) (cuts it asked for), C(tail_cuts) (of those, the ones its
+          p99 asked for) and C(probe), what other clients
           saw - C(target) (the Lease it read), C(budget), C(percentile) (the one the budget holds, 90),
           C(baseline) (V(ok); V(noisy), an idle p90 over 3 times its p50, held at 3 times the p50; V(short), fewer than
           60 idle samples, no budget applied; or V(none)), C(baseline_carried) (from the run's previous pass),
           C(idle) and C(during) (C(p50_ms), C(p90_ms), C(p99_ms), C(samples)), C(reference_ms) (the idle latency the
           budget multiplies), C(multiple) (the p90 during the writes over C(reference_ms)), C(held) (C(multiple)
-          within C(budget)), C(errors) (probe GETs that failed), C(process) (V(separate), or V(in-process) and why),
+          within C(budget)), C(tail_percentile) (99), C(tail_reference_ms) (the idle p99, capped as the p90 is; null
+          below 200 idle samples), C(tail_multiple) (the p99 during the writes over it, from 200 samples on) and
+          C(tail_held), C(errors) (probe GETs that failed), C(process) (V(separate), or V(in-process) and why),
           C(pid) (of the process that sent the GETs) and C(flow_schema) (the UID of the API Priority and Fairness
           FlowSchema the apiserver put the probe's GETs in, null in-process).
       type: dict

@@ -106,7 +106,7 @@ def pace_words(switches: Dict[str, Any]) -> str:
     budget = float(switches.get("latency_budget", 2.0) or 0)
     if not budget:
         return "pace gentle by the writes' own latency (latency budget off)%s" % apf
-    return "pace gentle: other clients' GET p90 held within x%.1f of idle%s" % (budget, apf)
+    return "pace gentle: other clients' GET p90 and p99 held within x%.1f of idle%s" % (budget, apf)
 
 
 def plan_of(entry: Dict[str, Any], record: Dict[str, Any], switches: Dict[str, Any],

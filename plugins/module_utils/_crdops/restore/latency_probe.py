@@ -18,9 +18,9 @@ run does, a thread here (``fetch``), as the summary's ``process`` says. Samples 
 (from the probe's start through the barrier and the drain, where the run waits anyway: ``measure_idle``) are the
 idle baseline, added to those of the run's earlier passes; ``multiple()`` is the p90 of the last ``window_s``
 seconds over the baseline's reference (its p90, capped by its p50: probe_baseline.py), which the limiter holds
-within the latency budget (pace.py). ``tail_multiple()`` is the p99 of the samples since the limiter last cut (at
-most ``TAIL_SPAN_S`` back, at least MIN_TAIL_SAMPLES of them) over the idle p99: held within the same budget once
-both sides have enough samples to estimate a p99.
+within the latency budget (pace.py). ``tail_multiple()`` is the p99 of the samples since the tail last asked for a
+cut (at most ``TAIL_SPAN_S`` back, at least MIN_TAIL_SAMPLES of them) over the idle p99: held within the same
+budget once both sides have enough samples to estimate a p99.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ WARMUP_REQUESTS = 3
 SWITCH_INTERVAL_S = 0.0005
 WINDOW_S = 5.0  # the sliding window the budget is held over
 MIN_WINDOW_SAMPLES = 20  # the window's p90 is then at least its third largest
-# the tail's samples reach back to the limiter's last cut (what came before measured a load that is gone), at most
-# this far: a minute of a steady pace is one load, and older samples would hold a cut that no longer applies
+# the tail's samples reach back to the last cut it asked for (what came before measured a load that is gone), at
+# most this far: older samples would hold a cut that no longer applies
 TAIL_SPAN_S = 60.0
 SEPARATE = "separate"  # the summary's ``process`` when the GETs came from a process of their own
 IN_PROCESS = "in-process"
@@ -243,7 +243,7 @@ class LatencyProbe:
             return percentile([lat for _t, lat in self._tail], TAIL_PERCENTILE) / reference
 
     def restart_tail(self) -> None:
-        """The limiter cut: the tail is measured afresh, at the new pace."""
+        """The limiter cut for the tail: it is measured afresh, at the new pace."""
         with self._cond:
             self._tail.clear()
 

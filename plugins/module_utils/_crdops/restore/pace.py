@@ -230,13 +230,14 @@ class GradientLimiter:
         return self.probe.budget / worst, tail is not None and worst == tail
 
     def _probe_cut(self, by_tail: bool) -> None:
-        """A cut the probe asked for: its tail starts again at the new pace, and waits for it when it asked."""
+        """A cut the probe asked for. One its tail asked for starts the tail again, at the new pace, and holds the
+        limit until it is measured; the p90's cuts, seconds apart, leave the tail be, or it would never be measured."""
         self.probe_cuts += 1
         self._last_probe_cut = self.clock()
-        if self.probe is not None:
+        if by_tail and self.probe is not None:
+            self.tail_cuts += 1
+            self._tail_pending = True
             self.probe.restart_tail()
-        self.tail_cuts += int(by_tail)
-        self._tail_pending = self._tail_pending or by_tail
 
     def _may_grow(self) -> bool:
         """Without a probe, every quiet window grows the limit; with one, at most every ``probe_grow_every`` s: a

@@ -132,7 +132,7 @@ def test_plan_estimates_from_the_recorded_pace_else_the_dry_run_sample_and_says_
     assert (c["plan"]["action"], c["plan"]["to_restore"], c["plan"]["stored_after"]) == ("nothing to do", 0, ["v2"])
     lines = crd_upgrade_plan_line([a, b, c], "prod-1")
     assert lines[0] == ("PLAN prod-1: 2 CRD(s) change (a.io, b.io), 650 objects to re-store, ~20s (pace gentle: other "
-                        "clients' GET p90 held within x2.0 of idle)")
+                        "clients' GET p90 and p99 held within x2.0 of idle)")
     # check mode says which budget the run will hold, or that it holds none
     (m,) = crd_upgrade_plan(before[:1], ["a.io"], {"a.io": "v2"}, pace="max", workers=4)
     assert m["plan"]["pace"] == "pace max: 4 writes in flight, other clients' latency not held"

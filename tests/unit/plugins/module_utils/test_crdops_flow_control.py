@@ -49,5 +49,5 @@ def test_forbidden_schemas_name_the_uid_and_the_permission_and_apf_off_says_so()
 
 def test_the_plan_says_it_beside_the_pace():
     words = pace_words({"pace": "gentle", "latency_budget": 2.0, "apf": "API Priority and Fairness: exempt"})
-    assert words == "pace gentle: other clients' GET p90 held within x2.0 of idle; API Priority and Fairness: exempt"
+    assert words == "pace gentle: other clients' GET p90 and p99 held within x2.0 of idle; API Priority and Fairness: exempt"
     assert pace_words({"pace": "gentle", "latency_budget": 2.0}).endswith("of idle")
