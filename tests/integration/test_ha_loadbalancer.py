@@ -13,8 +13,7 @@ them, every round either fails closed with nothing trimmed and every object read
 Every round is judged by reading every etcd key of the CRD (proof by bytes) and a LIST through A.
 
 On demand: CRDOPS_HA_MEASURE=<rounds> runs `test_measure_rounds_without_endpoints`, which only counts
-outcomes (it is how the unfixed code was measured: see docs/testing.md). CRDOPS_MANAGED_WAITS=1 runs
-`test_measure_the_waits_of_a_managed_cluster_at_the_role_defaults` (docs/managed-clusters.md, "A whole cluster").
+outcomes (it is how the unfixed code was measured: see docs/testing.md).
 """
 from __future__ import annotations
 
@@ -348,57 +347,3 @@ def test_a_crd_flipped_during_another_pass_gets_its_own_barrier(lb_pair, endpoin
         assert second.crd_name not in entries and "migration.crdops.io/storage-migration" not in annotations
         assert counts == {f"{group}/v1": OBJECTS}  # nothing of the second CRD was written
     assert len(a.get(objects_path(group, "v2", second.plural))["items"]) == OBJECTS
-
-
-def role_defaults() -> dict:
-    return yaml.safe_load((REPO / "roles" / "crd_upgrade" / "defaults" / "main.yml").read_text())
-
-
-@pytest.mark.skipif(not os.environ.get("CRDOPS_MANAGED_WAITS"), reason="on demand: CRDOPS_MANAGED_WAITS=1")
-@pytest.mark.parametrize("named", [False, True], ids=["settle-fallback", "every-apiserver-named"])
-@pytest.mark.parametrize("crds", [1, 10])
-def test_measure_the_waits_of_a_managed_cluster_at_the_role_defaults(lb_pair, crds, named):
-    """docs/managed-clusters.md ("What a whole cluster costs"): ``crds`` CRDs flipped together, then re-stored as the
-    role does it (one crd_storage_migrate over all of them), behind HAProxy with no etcd URL, at the role's defaults:
-    with no apiserver named (the settle fallback, as the example inventory's managed host) or with both named; then
-    the client check before release N+1 with the role's writers window. Prints each CRD's barrier, drain, pass and
-    confirming passes; $CRDOPS_MANAGED_WAITS_OUT gets the same lines."""
-    d = role_defaults()
-    group = f"w{crds}{uuid.uuid4().hex[:6]}.lb.crdops.test"
-    rounds = [Round(i, group, 0.0, True, plural=f"gizmos{i}", kind=f"Gizmo{i}") for i in range(crds)]
-    a = admin_kube(lb_pair, 0)
-    for r in rounds:
-        a.apply_crd(r.release_before())
-        for i in range(r.count):
-            a.post(objects_path(group, "v1", r.plural), {"apiVersion": f"{group}/v1", "kind": r.kind,
-                                                         "metadata": {"name": f"g-{i:06d}"}, "spec": {"index": i}})
-    for r in rounds:
-        a.apply_crd(r.release_n())  # the flip of every CRD, as release N's one apply does it
-    barrier = ({MODULE_ENDPOINTS: [kas.url for kas in lb_pair.apiservers]} if named else
-               {"barrier_fallback": "settle", "barrier_fallback_settle": d["crd_upgrade_barrier_fallback_settle"]})
-    started = time.monotonic()
-    migrate = run_module("crd_storage_migrate", dict(
-        auth_args(lb_pair, lb_pair.lb_context), names=[r.crd_name for r in rounds],
-        barrier_settle=d["crd_upgrade_settle_seconds"], barrier_timeout=d["crd_upgrade_barrier_timeout"],
-        drain_window=d["crd_upgrade_drain_window"], confirm_passes=d["crd_upgrade_confirm_passes"], **barrier),
-        timeout=1800)
-    restore_s = time.monotonic() - started
-    assert not migrate.get("failed"), migrate.get("msg")
-    started = time.monotonic()
-    writers = run_module("crd_client_check", dict(
-        auth_args(lb_pair, lb_pair.lb_context), check="writers", names=[r.crd_name for r in rounds],
-        removed_versions={r.crd_name: ["v1"] for r in rounds}, metrics_window=d["crd_upgrade_writers_window"],
-        **({MODULE_ENDPOINTS: barrier[MODULE_ENDPOINTS]} if named else {})))
-    writers_s = time.monotonic() - started
-    lines = [f"{crds} CRDs of {OBJECTS} objects, apiservers named: {named}, restore {restore_s:.1f} s, writers check "
-             f"{writers_s:.1f} s ({writers['writers']['metrics']})"]
-    for c in migrate["crds"]:
-        proof = c.get("proof") or {}
-        lines.append(f"  {c['name'].split('.')[0]}: barrier {c['barrier']['mode']} {c['barrier']['polls']} polls "
-                     f"{c['barrier']['waited_s']:.1f} s, drain {c['drain']['waited_s']:.1f} s "
-                     f"(from {c['drain']['anchor']}), pass {c['duration_s']:.2f} s, proof {proof.get('kind')} "
-                     f"{len(proof.get('passes') or [])} confirming pass(es) {proof.get('duration_s')} s")
-    print("\n" + "\n".join(lines))
-    if os.environ.get("CRDOPS_MANAGED_WAITS_OUT"):
-        with open(os.environ["CRDOPS_MANAGED_WAITS_OUT"], "a", encoding="utf-8") as out:
-            out.write("\n".join(lines) + "\n")

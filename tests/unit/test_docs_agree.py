@@ -7,8 +7,10 @@ documented. Claims a page makes of the code (what a name accepts, what a release
 says, what a cluster waits) are checked by running that code, so that each test fails when page and code part."""
 from __future__ import annotations
 
+import ast
 import json
 import re
+import shlex
 from pathlib import Path
 
 import yaml
@@ -438,3 +440,30 @@ def test_the_managed_cluster_page_adds_up_a_whole_clusters_waits_from_the_role_d
     said = said.group(0)
     assert [float(n) for n in re.findall(r"`([0-9.]+)` s", said)] == [w["barrier"] for w in longer] + [
         w["ten"] for w in longer], said
+
+
+def script_options(path: Path) -> set[str]:
+    """The ``--options`` a script's argparse accepts, read from its ``add_argument`` calls (the script is not run:
+    starting it would start a control plane)."""
+    calls = (node for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument")
+    return {arg.value for call in calls for arg in call.args
+            if isinstance(arg, ast.Constant) and str(arg.value).startswith("--")}
+
+
+def test_the_managed_cluster_page_names_the_command_that_measures_a_whole_clusters_waits():
+    """The measured figures of "A whole cluster" name the benchmark that reproduces them: a script that exists, with
+    the options and the case the page shows (the measurement is a benchmark, not a test run on demand)."""
+    text = words(section(REPO / "docs" / "managed-clusters.md", "### A whole cluster"))
+    measured = text.split("Measured behind HAProxy", 1)[1]
+    commands = [c.split(";", 1)[1] for c in re.findall(r"`(\. tools/env\.sh;[^`]+)`", measured)]
+    assert commands, "the measured figures name no command that reproduces them"
+    argv = shlex.split(commands[0])
+    assert argv[0] == "python" and argv[1].startswith("benchmarks/"), argv
+    script = REPO / argv[1]
+    assert script.is_file(), f"{argv[1]} does not exist"
+    shown = [a for a in argv[2:] if a.startswith("--")] + re.findall(r"`(--[\w-]+)", measured)
+    assert set(shown) <= script_options(script), (shown, script_options(script))
+    # a case the page names is one the script has (its cases are written out as Case("<name>", ...))
+    for case in re.findall(r"`--only ([\w,-]+)`", measured):
+        assert all('Case("%s",' % name in script.read_text() for name in case.split(",")), case
