@@ -41,6 +41,7 @@ class Point:
     rate: Spread
     multiple: dict[str, Spread] = field(default_factory=dict)  # observer -> GET p99 multiple
     own: Spread = Spread(NAN, NAN, NAN, 0)  # our probe's multiple
+    own_tail: Spread = Spread(NAN, NAN, NAN, 0)  # our probe's p99 multiple, where the engine holds the tail
     own_percentile: float = own_probe.DEFAULT_PERCENTILE
     own_vs: dict[str, Spread] = field(default_factory=dict)  # observer -> our probe ÷ observer, same percentile
     idle_samples: dict[str, int] = field(default_factory=dict)  # observer -> fewest idle GET samples of a window
@@ -80,6 +81,7 @@ def point(raw: list, contender: str, n: int) -> Point | None:
         contender, budget, len(rs), all(r["ok"] for r in rs), Spread.of([r.get("objects_per_s") for r in rs]),
         multiple={o: Spread.of([observer_multiple(r, o) for r in rs]) for o in OBSERVERS},
         own=Spread.of([own_probe.multiple(m) if m else NAN for m in mine]),
+        own_tail=Spread.of([own_probe.tail_multiple(m) if m else NAN for m in mine]),
         own_percentile=next((own_probe.percentile(m) for m in mine if m), own_probe.DEFAULT_PERCENTILE),
         own_vs={o: Spread.of([own_ratio(r, o) for r in rs]) for o in OBSERVERS},
         idle_samples={o: fewest([observers.get_stat(r, o, "idle", "n") for r in rs]) for o in OBSERVERS})

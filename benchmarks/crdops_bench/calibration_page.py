@@ -7,6 +7,7 @@ samples per observer and window) replaces it, any other run leaves it as it is.
 from __future__ import annotations
 
 import datetime
+import math
 import os
 from pathlib import Path
 
@@ -24,12 +25,14 @@ CHART = "performance-calibration.svg"
 def points_table(pts: list) -> str:
     pct = next((p.own_percentile for p in pts if p.ours), own_probe.DEFAULT_PERCENTILE)
     head = (["contender (latency budget)", "objects/s"] + [f"{SHORT[o]} observer's GET p99 multiple" for o in OBSERVERS]
-            + [f"our probe's p{pct:g} multiple"] + [f"our probe ÷ {SHORT[o]}" for o in OBSERVERS] + ["runs", "etcd"])
+            + [f"our probe's p{pct:g} multiple", "our probe's p99 multiple"] + [f"our probe ÷ {SHORT[o]}" for o in OBSERVERS]
+            + ["runs", "etcd"])
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 2) + "---|"]
     for p in pts:
         name = "in-tree migrator" if not p.ours else f"ours, budget {p.label}"
         cells = ([name, spread_text(p.rate, 0)] + [spread_text(p.multiple[o]) for o in OBSERVERS]
-                 + [spread_text(p.own) if p.ours else "–"] + [spread_text(p.own_vs[o]) if p.ours else "–" for o in OBSERVERS]
+                 + [spread_text(p.own) if p.ours else "–", spread_text(p.own_tail) if p.ours else "–"]
+                 + [spread_text(p.own_vs[o]) if p.ours else "–" for o in OBSERVERS]
                  + [str(p.runs), "100% v1beta1" if p.ok else "**FAILED**"])
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -96,9 +99,17 @@ def rep_cells(r: dict) -> list[str]:
         cells.append(f"{fmt(idle, 1)} → {fmt(during, 1)} (×{fmt(calibration.observer_multiple(r, o))}; "
                      f"{n_idle:.0f} / {n_during:.0f} samples)")
     mine = own_probe.summary(r)
-    held = {True: "held", False: "not held"}.get(mine.get("held"), "–") if mine else "–"
-    cells.append(f"×{fmt(own_probe.multiple(mine))} ({held})" if mine else "–")
+    cells.append(own_cell(mine) if mine else "–")
     return cells
+
+
+def own_cell(mine: dict) -> str:
+    """Our probe's multiple (and p99 multiple, where the engine held it), each with whether it held."""
+    def held(key: str) -> str:
+        return {True: "held", False: "not held"}.get(mine.get(key), "–")
+    text = f"×{fmt(own_probe.multiple(mine))} ({held('held')})"
+    tail = own_probe.tail_multiple(mine)
+    return text if math.isnan(tail) else text + f"; p99 ×{fmt(tail)} ({held('tail_held')})"
 
 
 def reps_table(raw: list) -> str:

@@ -46,6 +46,12 @@ def multiple(probe: dict) -> float:
     return during / idle if idle and not math.isnan(idle) else NAN
 
 
+def tail_multiple(probe: dict) -> float:
+    """Its p99 multiple where the engine held the tail too (``tail_multiple``); NaN for an engine that did not, or
+    a pass too short for a p99."""
+    return _number(probe.get("tail_multiple"))
+
+
 def budget(probe: dict) -> float:
     return _number(probe.get("budget"))
 

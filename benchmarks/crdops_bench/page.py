@@ -16,7 +16,9 @@ CONTENDERS = [
                 "(Accept PartialObjectMetadata) from {ceiling_workers} threads over one urllib3 pool, pages overlapping; "
                 "no bookkeeping (`benchmarks/crdops_bench/children.py`)"),
     ("ours-gentle / ours-max", "the engine (`restore.migrate_crd`) in a fresh Python process with `RestoreOptions(pace="
-                               "'gentle')` / `pace='max'`, other options default; time from connect to the result"),
+                               "'gentle')` / `pace='max'`, other options default; time from the pass's start (its LIST) to the result; "
+                               "under pace gentle the latency probe first samples a 20 s idle, as a run's drain "
+                               "lets it, not counted (`wait_s`), as the in-tree migrator's wait is not"),
     ("ours-gentle-apf", "`ours-gentle` while the FlowSchema and PriorityLevelConfiguration of `docs/rbac/` (subject: the "
                         "migrator ServiceAccount) are applied; checked from the `X-Kubernetes-PF-FlowSchema-UID` "
                         "header first (suite calibrate always; suite gentle with `--apf`)"),
@@ -70,8 +72,8 @@ def setup_text(run) -> str:
 - **Observers** (the "probe" columns are the ServiceAccount's): two outside clients at once, each in its own
   process, each every {probe.INTERVAL * 1000:.0f} ms one `GET` of a ConfigMap and one `LIST` of the {probe.CONFIGMAPS}
   ConfigMaps of its namespace, one kept-alive connection; *idle* = the {run.args.idle_seconds:g} s before a contender
-  starts (for in-tree: before kube-controller-manager starts), *during* = while it migrates (engine and ceiling: from
-  connecting to their last answer; kubectl: its whole run; in-tree: from just before its first write to `Succeeded`).
+  starts (for in-tree: before kube-controller-manager starts), *during* = while it migrates (engine: from its pass's
+  start, after the latency probe's idle, to its last answer; ceiling: from connecting to its last answer; kubectl: its whole run; in-tree: from just before its first write to `Succeeded`).
 - **Data:** per contender and repetition a fresh CRD group with N objects of ~2 KB (`spec.filler` of
   {data.PAYLOAD_BYTES} bytes) in 2 namespaces, written straight into etcd at `v1alpha1` as the apiserver stores them,
   then the storage version flipped to `v1beta1` through the API (the role suite flips it itself); removed afterwards.
