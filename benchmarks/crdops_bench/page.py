@@ -73,7 +73,8 @@ def setup_text(run) -> str:
   process, each every {probe.INTERVAL * 1000:.0f} ms one `GET` of a ConfigMap and one `LIST` of the {probe.CONFIGMAPS}
   ConfigMaps of its namespace, one kept-alive connection; *idle* = the {run.args.idle_seconds:g} s before a contender
   starts (for in-tree: before kube-controller-manager starts), *during* = while it migrates (engine: from its pass's
-  start, after the latency probe's idle, to its last answer; ceiling: from connecting to its last answer; kubectl: its whole run; in-tree: from just before its first write to `Succeeded`).
+  start, after the latency probe's idle, to its last answer; ceiling: from connecting to its last answer; kubectl:
+  its whole run; in-tree: from just before its first write to `Succeeded`).
 - **Data:** per contender and repetition a fresh CRD group with N objects of ~2 KB (`spec.filler` of
   {data.PAYLOAD_BYTES} bytes) in 2 namespaces, written straight into etcd at `v1alpha1` as the apiserver stores them,
   then the storage version flipped to `v1beta1` through the API (the role suite flips it itself); removed afterwards.
