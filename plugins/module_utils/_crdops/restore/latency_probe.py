@@ -221,12 +221,8 @@ class LatencyProbe:
         with self._cond:
             if self.baseline is None or not self.baseline.usable:
                 return None
-            horizon = self.clock() - self.window_s
-            while self._window and self._window[0][0] < horizon:
-                self._window.popleft()
-            if len(self._window) < MIN_WINDOW_SAMPLES:
-                return None
-            return percentile([lat for _t, lat in self._window], HELD_PERCENTILE) / self.baseline.reference
+            return _recent_multiple(self._window, self.clock() - self.window_s, MIN_WINDOW_SAMPLES, HELD_PERCENTILE,
+                                    self.baseline.reference)
 
     def tail_multiple(self) -> Optional[float]:
         """The p99 of the samples since :meth:`restart_tail` (at most TAIL_SPAN_S back) over the idle p99; None
@@ -235,12 +231,8 @@ class LatencyProbe:
             reference = self.baseline.tail_reference if self.baseline is not None else None
             if reference is None:
                 return None
-            horizon = self.clock() - TAIL_SPAN_S
-            while self._tail and self._tail[0][0] < horizon:
-                self._tail.popleft()
-            if len(self._tail) < MIN_TAIL_SAMPLES:
-                return None
-            return percentile([lat for _t, lat in self._tail], TAIL_PERCENTILE) / reference
+            return _recent_multiple(self._tail, self.clock() - TAIL_SPAN_S, MIN_TAIL_SAMPLES, TAIL_PERCENTILE,
+                                    reference)
 
     def restart_tail(self) -> None:
         """The limiter cut for the tail: it is measured afresh, at the new pace."""
@@ -280,6 +272,17 @@ class LatencyProbe:
             multiple = percentile(during, TAIL_PERCENTILE) / reference
             out.update(tail_multiple=round(multiple, 2), tail_held=multiple <= self.budget)
         return out
+
+
+def _recent_multiple(samples: Deque[Tuple[float, float]], horizon: float, fewest: int, pct: float,
+                     reference: float) -> Optional[float]:
+    """Drops the (start, latency) samples begun before ``horizon``; the ``pct`` percentile of the rest over
+    ``reference``, or None below ``fewest`` of them."""
+    while samples and samples[0][0] < horizon:
+        samples.popleft()
+    if len(samples) < fewest:
+        return None
+    return percentile([lat for _t, lat in samples], pct) / reference
 
 
 def _ms(seconds: float) -> float:
