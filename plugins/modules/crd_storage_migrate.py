@@ -122,10 +122,13 @@ options:
         those of the run's previous passes. From the first write on, the p90 of its last 5 s is held within this
         multiple of the idle p90, beside the write latency; whichever asks for the slower pace wins.
       - Once the idle has at least 200 samples (the drain alone gives 20 a second), the p99 is held within the same
-        multiple of the idle p99, over the samples since the p99 last asked for a cut (at least 200 of them, at most
-        the last 60 s); after such a cut the pace does not grow until the p99 is measured again. Other clients feel
-        the tail - holding the p90 alone let their p99 run past the budget (docs/performance.md). Below 200 samples
-        a p99 is one or two slow answers, so only the p90 is held.
+        multiple of the idle p99, over the samples since the pace last changed for it (at least 200 of them, at most
+        the last 60 s). The p99 then also decides every growth of the pace - one more write in flight, or more of the
+        time with one - taken only when the p99 at this pace, its excess over idle scaled to the next pace's writes in
+        flight, stays within the budget; after a growth, or a cut the p99 asked for, the pace does not grow until the
+        p99 is measured again (10 s). Other clients feel the tail - holding the p90 alone let their p99 run past the
+        budget (docs/performance.md). Below 200 samples a p99 is one or two slow answers, so only the p90 is held
+        and decides the growths.
       - An idle p90 over 3 times the idle p50 (a noisy idle) is held at 3 times the p50, and so is the idle p99 -
         noise makes the budget tighter, it never turns it off. The result then says C(baseline=noisy).
       - Only the probe slows the pass below one write in flight all the time, down to one write in flight 10% of the
@@ -629,7 +632,8 @@ crds:
           (C(limit) and C(baseline_ms) this pass started from, learned by the previous pass of the same run with
           O(pace=gentle); null for the first pass).
         - With a probe (see O(latency_budget)), C(probe_cuts) (cuts it asked for), C(tail_cuts) (of those, the ones its
-          p99 asked for) and C(probe), what other clients
+          p99 asked for), C(tail_refusals) (growths the p99, scaled to the next pace, did not allow) and C(probe), what
+          other clients
           saw - C(target) (the Lease it read), C(budget), C(percentile) (the one the budget holds, 90),
           C(baseline) (V(ok); V(noisy), an idle p90 over 3 times its p50, held at 3 times the p50; V(short), fewer than
           60 idle samples, no budget applied; or V(none)), C(baseline_carried) (from the run's previous pass),

@@ -18,8 +18,8 @@ run does, a thread here (``fetch``), as the summary's ``process`` says. Samples 
 (from the probe's start through the barrier and the drain, where the run waits anyway: ``measure_idle``) are the
 idle baseline, added to those of the run's earlier passes; ``multiple()`` is the p90 of the last ``window_s``
 seconds over the baseline's reference (its p90, capped by its p50: probe_baseline.py), which the limiter holds
-within the latency budget (pace.py). ``tail_multiple()`` is the p99 of the samples since the tail last asked for a
-cut (at most ``TAIL_SPAN_S`` back, at least MIN_TAIL_SAMPLES of them) over the idle p99: held within the same
+within the latency budget (pace.py). ``tail_multiple()`` is the p99 of the samples since the limiter last changed its
+pace for the tail (at most ``TAIL_SPAN_S`` back, at least MIN_TAIL_SAMPLES of them) over the idle p99: held within the same
 budget once both sides have enough samples to estimate a p99.
 """
 
@@ -234,8 +234,13 @@ class LatencyProbe:
             return _recent_multiple(self._tail, self.clock() - TAIL_SPAN_S, MIN_TAIL_SAMPLES, TAIL_PERCENTILE,
                                     reference)
 
+    def tail_measurable(self) -> bool:
+        """Whether the idle had enough samples for a p99 reference: only then can the tail speak for a pace."""
+        with self._cond:
+            return self.baseline is not None and self.baseline.tail_reference is not None
+
     def restart_tail(self) -> None:
-        """The limiter cut for the tail: it is measured afresh, at the new pace."""
+        """The limiter changed its pace for the tail: it is measured afresh, at the new pace."""
         with self._cond:
             self._tail.clear()
 

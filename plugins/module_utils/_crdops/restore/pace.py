@@ -18,9 +18,14 @@ the probe's p90 over its sliding window is above ``budget`` times its idle refer
 grow while it is above; with a probe it grows at most once every ``probe_grow_every`` seconds, since a window of
 writes lasts milliseconds and the probe's window needs seconds to show what a growth did (growing every window, a
 pass measured other clients' p99 at x2.8 of idle with a budget of 2). The probe's p99 (its tail, over the samples
-since the last cut) is held to the same budget once it can be estimated; a cut the tail asked for holds the limit
-until the tail, measured afresh, is within the budget, since a growth two seconds later would bring back what it cut
-before the tail could see it. Whichever signal asks for the deeper cut wins. Only the probe cuts below one write in
+since the pace last changed for it) is held to the same budget once it can be estimated; a cut the tail asked for
+holds the limit until the tail, measured afresh, is within the budget, since a growth two seconds later would bring
+back what it cut before the tail could see it. Where the tail can be estimated it also decides every growth: one is
+taken only when the tail at this pace, its excess over idle scaled to the next pace's writes in flight, stays within
+the budget, and the next waits until the tail is measured at the new pace. A p99 holds over a whole pass only if
+the pace spends well under 1 % of it above the budget, so a growth must be right before it is tried (on two cores,
+passes that tried a second write in flight took other clients' p99 to x4, and the cuts that followed left them at
+a third of the in-tree migrator's speed). Whichever signal asks for the deeper cut wins. Only the probe cuts below one write in
 flight: a limit of 0.4 keeps one write in flight 40 % of the time (after a write that took L seconds the next one
 starts L * (1/0.4 - 1) later), down to ``min_duty``; it grows back by a quarter per window while the probe is
 within the budget. One write in flight all the time can still be more than a small control plane gives away
@@ -103,7 +108,9 @@ class GradientLimiter:
         self.tail_cuts = 0  # of those, the ones its p99 asked for
         self._last_probe_cut: Optional[float] = None
         self._last_growth: Optional[float] = None
-        self._tail_pending = False  # a tail cut holds the limit until the tail is measured again
+        self._tail_pending = False  # a tail cut or a growth holds the limit until the tail is measured again
+        self._tail_seen: Optional[float] = None  # the tail's multiple at the current pace, once measured
+        self.tail_refusals = 0  # growths the tail, scaled to the next pace, did not allow
         self.adaptive = adaptive
         self.settings = settings
         self.clock = clock
@@ -212,9 +219,39 @@ class GradientLimiter:
                 self.backoffs += 1
             self._set_limit(self.limit * max(self.settings.max_cut, min(factors)), floor)
         elif over is None and self._may_grow():
-            self._last_growth = self.clock()
-            grown = self.limit + 1.0 if self.limit >= 1.0 else min(1.0, self.limit * self.settings.duty_growth)
-            self._set_limit(grown, floor)
+            self._grow(floor)
+
+    def _grow(self, floor: float) -> None:
+        """One more write in flight, or a quarter more of the time below one. Where the tail can be measured, the
+        growth is taken only if the tail at this pace, scaled to the next, stays within the budget, and it starts
+        the tail over: the next growth waits until the tail has been measured at the new pace."""
+        grown = self.limit + 1.0 if self.limit >= 1.0 else min(1.0, self.limit * self.settings.duty_growth)
+        self._last_growth = self.clock()  # a refused growth, too, is asked again only ``probe_grow_every`` later
+        if self._tail_gates_growth():
+            if not self._tail_allows(grown):
+                self.tail_refusals += 1
+                return
+            self._restart_tail()
+        self._set_limit(grown, floor)
+
+    def _tail_gates_growth(self) -> bool:
+        return self.probe is not None and self.probe.tail_measurable()
+
+    def _tail_allows(self, grown: float) -> bool:
+        """Whether the tail last measured, its excess over idle scaled from the writes in flight now to those at
+        ``grown``, is within the budget. Each write in flight queues other clients' requests about as much as the
+        one before it, so the excess grows with them; a p99 already at x1.8 with one write in flight would be
+        about x2.6 with two, which the tail would only show ten seconds of samples later."""
+        if self._tail_seen is None or self.probe is None:  # not measured at this pace yet
+            return False
+        scaled = 1.0 + (self._tail_seen - 1.0) * _in_flight(grown) / _in_flight(self.limit)
+        return scaled <= self.probe.budget
+
+    def _restart_tail(self) -> None:
+        self._tail_pending = True
+        self._tail_seen = None
+        if self.probe is not None:
+            self.probe.restart_tail()
 
     def _probe_over_budget(self) -> Tuple[Optional[float], bool]:
         """(budget / the larger multiple, whether the tail's is the larger) when the probe's p90 window or its tail
@@ -224,6 +261,7 @@ class GradientLimiter:
         p90, tail = self.probe.multiple(), self.probe.tail_multiple()
         if tail is not None:
             self._tail_pending = False  # measured afresh: over or within, it speaks for itself now
+            self._tail_seen = tail
         worst = max((m for m in (p90, tail) if m is not None), default=None)
         if worst is None or worst <= self.probe.budget:
             return None, False
@@ -234,18 +272,17 @@ class GradientLimiter:
         limit until it is measured; the p90's cuts, seconds apart, leave the tail be, or it would never be measured."""
         self.probe_cuts += 1
         self._last_probe_cut = self.clock()
-        if by_tail and self.probe is not None:
+        if by_tail:
             self.tail_cuts += 1
-            self._tail_pending = True
-            self.probe.restart_tail()
+            self._restart_tail()
 
     def _may_grow(self) -> bool:
         """Without a probe, every quiet window grows the limit; with one, at most every ``probe_grow_every`` s: a
         window of writes lasts milliseconds, the probe's p90 needs seconds to show what a growth did; after a cut
-        the tail asked for, only once the tail is measured again."""
+        the tail asked for or a growth it allowed, only once the tail is measured again."""
         if self.probe is None:
             return True
-        if self._tail_pending:
+        if self._tail_pending or (self._tail_seen is None and self._tail_gates_growth()):
             return False
         return self._last_growth is None or self.clock() - self._last_growth >= self.settings.probe_grow_every
 
@@ -264,8 +301,13 @@ class GradientLimiter:
                 "baseline_ms": _ms(self.baseline), "latency_ms": _ms(self.latency), "backoffs": self.backoffs,
                 "throttle_backoffs": self.throttle_backoffs, "windows": self.windows,
                 "congested_windows": self.congested, "probes": self.probes, "probe_cuts": self.probe_cuts,
-                "tail_cuts": self.tail_cuts,
+                "tail_cuts": self.tail_cuts, "tail_refusals": self.tail_refusals,
                 "started_from": self.started_from.to_dict() if self.started_from else None}
+
+
+def _in_flight(limit: float) -> float:
+    """Writes in flight on average at a limit: whole ones above one, the fraction of the time below."""
+    return float(int(limit)) if limit >= 1.0 else limit
 
 
 def _limit(value: float) -> float:

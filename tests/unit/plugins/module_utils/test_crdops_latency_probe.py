@@ -442,14 +442,56 @@ def test_a_tail_over_budget_cuts_and_holds_the_pace_until_it_is_measured_again_w
     spiky(lim, clock, 30.0, probe, until=lambda: lim.probe_cuts > 0)  # one in twenty at 3x idle: p90 x1, p99 x3
     assert probe.multiple() == pytest.approx(1.0) and lim.tail_cuts == 1 and lim.probe_cuts == 1
     assert clock.t - probe._writing_since == pytest.approx(MIN_TAIL_SAMPLES * 0.01, abs=0.1)  # once it knew
-    assert lim.limit == pytest.approx(5.0 * 2.0 / 3.0)  # grown to 5 in its first window, then cut in proportion
+    assert lim.limit == pytest.approx(4.0 * 2.0 / 3.0)  # no growth before the tail spoke, then cut in proportion
     held = lim.limit
     spiky(lim, clock, 1.5, probe, every=1000)  # calm again, 150 samples since the cut: the tail unknown, held
     assert probe.tail_multiple() is None and lim.limit == held
-    spiky(lim, clock, 1.0, probe, every=1000)  # measured again and within: it grows again
-    assert probe.tail_multiple() == pytest.approx(1.0) and lim.limit > held and lim.tail_cuts == 1
+    spiky(lim, clock, 1.0, probe, every=1000)  # measured again and within: it grows, and the tail starts over
+    assert lim.limit > held and lim.tail_cuts == 1 and probe.tail_multiple() is None
     summary = probe.summary()
     assert summary["tail_percentile"] == 99 and summary["tail_reference_ms"] == 10.0
     assert summary["tail_multiple"] == pytest.approx(3.0) and summary["tail_held"] is False
     assert "p99 10.0 -> 30.0 ms (x3.00 NOT held)" in describe(summary)
     assert lim.snapshot()["tail_cuts"] == 1
+
+
+def steady(lim, clock, seconds, probe, tail, until=lambda: False):
+    """Writes of 2 ms, 10 ms apart; the probe answers 10 ms but one in fifty ``tail`` times that: p90 x1, p99 x tail."""
+    spiky(lim, clock, seconds, probe, every=50, spike=0.010 * tail, until=until)
+
+
+def test_a_growth_waits_for_the_tail_at_the_pace_and_is_taken_only_if_the_tail_scaled_to_the_next_pace_holds():
+    clock = FakeClock()
+    probe = probe_on(clock)
+    idle(probe, clock, 0.010, n=MIN_TAIL_SAMPLES)
+    begin(probe)
+    lim = limiter_with(probe, clock)
+    steady(lim, clock, 1.8, probe, tail=1.0)  # 180 samples: the tail at one write in flight not yet measured
+    assert lim.limit == 1.0 and probe.tail_multiple() is None
+    steady(lim, clock, 0.3, probe, tail=1.0, until=lambda: lim.limit > 1.0)  # measured, x1: two would be x1
+    assert lim.limit == 2.0 and probe.tail_multiple() is None  # and the tail starts over at the new pace
+    steady(lim, clock, 1.5, probe, tail=1.0)
+    assert lim.limit == 2.0  # held until the tail at two writes in flight is in
+    steady(lim, clock, 1.0, probe, tail=1.0, until=lambda: lim.limit > 2.0)
+    assert lim.limit == 3.0 and lim.tail_refusals == 0
+    # a p99 at x1.6 with three writes in flight would be x1.8 with four: within a budget of 2, taken
+    steady(lim, clock, 5.0, probe, tail=1.6, until=lambda: lim.limit > 3.0)
+    assert lim.limit == 4.0
+    # x1.7 with four would be x1.875 with five: taken; x2.0 with five would be x2.2 with six: refused
+    steady(lim, clock, 5.0, probe, tail=1.7, until=lambda: lim.limit > 4.0)
+    assert lim.limit == 5.0
+    steady(lim, clock, 10.0, probe, tail=2.0)
+    assert lim.limit == 5.0 and lim.tail_refusals >= 3 and lim.probe_cuts == 0
+    assert lim.snapshot()["tail_refusals"] == lim.tail_refusals
+    # below one write in flight the same rule: x1.6 at half the time would be x1.75 at five eighths
+    duty = limiter_with(probe, clock)
+    duty._set_limit(0.5, floor=0.1)
+    duty._tail_seen = 1.6
+    assert duty._tail_allows(0.625) and not duty._tail_allows(1.0)
+    # without an idle p99 (too few idle samples) the p90 alone decides, every two seconds
+    short = probe_on(clock)
+    idle(short, clock, 0.010)
+    begin(short)
+    free = limiter_with(short, clock)
+    steady(free, clock, 4.5, short, tail=1.0)
+    assert free.limit == 4.0 and free.tail_refusals == 0  # its first window, then every two seconds
