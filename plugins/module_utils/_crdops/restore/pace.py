@@ -231,8 +231,19 @@ class GradientLimiter:
             if not self._tail_allows(grown):
                 self.tail_refusals += 1
                 return
+            grown = self._duty_the_tail_allows(grown)
             self._restart_tail()
         self._set_limit(grown, floor)
+
+    def _duty_the_tail_allows(self, grown: float) -> float:
+        """Below one write in flight, as much more of the time as the tail, scaled, allows (at most twice this duty,
+        at least ``grown``): each step waits ten seconds for the tail, so a quarter at a time would take a minute
+        and a half from the lowest duty back to one write in flight."""
+        if self.limit >= 1.0 or self._tail_seen is None or self.probe is None:
+            return grown
+        excess = self._tail_seen - 1.0
+        allowed = self.limit * (self.probe.budget - 1.0) / excess if excess > 0.0 else float("inf")
+        return max(grown, min(1.0, 2.0 * self.limit, allowed))
 
     def _tail_gates_growth(self) -> bool:
         return self.probe is not None and self.probe.tail_measurable()

@@ -488,6 +488,12 @@ def test_a_growth_waits_for_the_tail_at_the_pace_and_is_taken_only_if_the_tail_s
     duty._set_limit(0.5, floor=0.1)
     duty._tail_seen = 1.6
     assert duty._tail_allows(0.625) and not duty._tail_allows(1.0)
+    # and it takes as much as the tail allows, up to twice the duty: x1.6 at a half allows five sixths
+    assert duty._duty_the_tail_allows(0.625) == pytest.approx(0.5 * 1.0 / 0.6)
+    duty._set_limit(0.2, floor=0.1)
+    assert duty._duty_the_tail_allows(0.25) == pytest.approx(1.0 / 3.0)  # x1.6 at a fifth: a third
+    duty._tail_seen = 1.2
+    assert duty._duty_the_tail_allows(0.25) == pytest.approx(0.4)  # x1.2 would allow all of the time: doubled
     # without an idle p99 (too few idle samples) the p90 alone decides, every two seconds
     short = probe_on(clock)
     idle(short, clock, 0.010)
