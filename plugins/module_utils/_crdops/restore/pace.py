@@ -25,11 +25,12 @@ taken only when the tail at this pace, its excess over idle scaled to the next p
 the budget, and the next waits until the tail is measured at the new pace. A p99 holds over a whole pass only if
 the pace spends well under 1 % of it above the budget, so a growth must be right before it is tried (on two cores,
 passes that tried a second write in flight took other clients' p99 to x4, and the cuts that followed left them at
-a third of the in-tree migrator's speed). Whichever signal asks for the deeper cut wins. Only the probe cuts below one write in
-flight: a limit of 0.4 keeps one write in flight 40 % of the time (after a write that took L seconds the next one
-starts L * (1/0.4 - 1) later), down to ``min_duty``; it grows back by a quarter per window while the probe is
-within the budget. One write in flight all the time can still be more than a small control plane gives away
-quietly; the write-latency signal cannot see that, since at one write in flight it measures its own baseline.
+a third of the in-tree migrator's speed). Whichever signal asks for the deeper cut wins. Only the probe cuts below
+one write in flight: a limit of 0.4 keeps one write in flight 40 % of the time (after a write that took L seconds
+the next one starts L * (1/0.4 - 1) later), down to ``min_duty``; it grows back while the probe is within the
+budget, by a quarter per window, or where the tail decides, by as much as the scaled tail allows (at most double).
+One write in flight all the time can still be more than a small control plane gives away quietly; the
+write-latency signal cannot see that, since at one write in flight it measures its own baseline.
 
 ``pace: max`` measures the same way but never moves the limit from ``workers`` (the full-speed behaviour of
 a maintenance window). Both modes are bounded by the transport's ``max_qps``.
