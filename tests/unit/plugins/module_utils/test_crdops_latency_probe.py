@@ -432,12 +432,17 @@ def test_the_tail_is_measured_from_the_last_cut_and_only_from_enough_samples():
     assert short.summary()["tail_multiple"] is None and short.summary()["tail_reference_ms"] is None
 
 
-def test_a_tail_over_budget_cuts_and_holds_the_pace_until_it_is_measured_again_while_the_p90_is_fine():
+def limiter_with_a_tail():
+    """A limiter whose probe had enough idle samples (10 ms each) for an idle p99: the tail can speak."""
     clock = FakeClock()
     probe = probe_on(clock)
     idle(probe, clock, 0.010, n=MIN_TAIL_SAMPLES)
     begin(probe)
-    lim = limiter_with(probe, clock)
+    return clock, probe, limiter_with(probe, clock)
+
+
+def test_a_tail_over_budget_cuts_and_holds_the_pace_until_it_is_measured_again_while_the_p90_is_fine():
+    clock, probe, lim = limiter_with_a_tail()
     lim._set_limit(4.0)
     spiky(lim, clock, 30.0, probe, until=lambda: lim.probe_cuts > 0)  # one in twenty at 3x idle: p90 x1, p99 x3
     assert probe.multiple() == pytest.approx(1.0) and lim.tail_cuts == 1 and lim.probe_cuts == 1
@@ -461,11 +466,7 @@ def steady(lim, clock, seconds, probe, tail, until=lambda: False):
 
 
 def test_a_growth_waits_for_the_tail_at_the_pace_and_is_taken_only_if_the_tail_scaled_to_the_next_pace_holds():
-    clock = FakeClock()
-    probe = probe_on(clock)
-    idle(probe, clock, 0.010, n=MIN_TAIL_SAMPLES)
-    begin(probe)
-    lim = limiter_with(probe, clock)
+    clock, probe, lim = limiter_with_a_tail()
     steady(lim, clock, 1.8, probe, tail=1.0)  # 180 samples: the tail at one write in flight not yet measured
     assert lim.limit == 1.0 and probe.tail_multiple() is None
     steady(lim, clock, 0.3, probe, tail=1.0, until=lambda: lim.limit > 1.0)  # measured, x1: two would be x1
