@@ -109,8 +109,9 @@ class GradientLimiter:
         self.tail_cuts = 0  # of those, the ones its p99 asked for
         self._last_probe_cut: Optional[float] = None
         self._last_growth: Optional[float] = None
-        self._tail_pending = False  # a tail cut or a growth holds the limit until the tail is measured again
-        self._tail_seen: Optional[float] = None  # the tail's multiple at the current pace, once measured
+        # the tail's multiple at the current pace, once measured; a tail cut or a growth forgets it, and the limit
+        # then does not grow until the tail is measured again
+        self._tail_seen: Optional[float] = None
         self.tail_refusals = 0  # growths the tail, scaled to the next pace, did not allow
         self.adaptive = adaptive
         self.settings = settings
@@ -260,7 +261,6 @@ class GradientLimiter:
         return scaled <= self.probe.budget
 
     def _restart_tail(self) -> None:
-        self._tail_pending = True
         self._tail_seen = None
         if self.probe is not None:
             self.probe.restart_tail()
@@ -272,8 +272,7 @@ class GradientLimiter:
             return None, False
         p90, tail = self.probe.multiple(), self.probe.tail_multiple()
         if tail is not None:
-            self._tail_pending = False  # measured afresh: over or within, it speaks for itself now
-            self._tail_seen = tail
+            self._tail_seen = tail  # measured afresh: over or within, it speaks for itself now
         worst = max((m for m in (p90, tail) if m is not None), default=None)
         if worst is None or worst <= self.probe.budget:
             return None, False
@@ -294,7 +293,7 @@ class GradientLimiter:
         the tail asked for or a growth it allowed, only once the tail is measured again."""
         if self.probe is None:
             return True
-        if self._tail_pending or (self._tail_seen is None and self._tail_gates_growth()):
+        if self._tail_seen is None and self._tail_gates_growth():
             return False
         return self._last_growth is None or self.clock() - self._last_growth >= self.settings.probe_grow_every
 
