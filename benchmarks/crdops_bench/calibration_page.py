@@ -55,7 +55,7 @@ def setup_line(run, pts: list, n: int) -> str:
     a = run.args
     return (f"{n:,} objects of ~2 KB per contender and repetition; {a.reps} repetitions, interleaved (every contender "
             f"once per repetition, the first one rotating); {os.cpu_count()} cores; two outside observers sampling at "
-            "once, each in its own process, each a GET of one ConfigMap and a LIST of 50 every 50 ms: a ServiceAccount "
+            "once, each a GET of one ConfigMap every 50 ms and, in a process of its own, a LIST of 50 every 50 ms: a ServiceAccount "
             "that API Priority and Fairness queues, and the admin certificate that it exempts. *Idle* is the "
             f"{a.idle_seconds:g} s before each contender (fewest GET samples of an observer in one window: "
             f"{calibration.idle_floor(pts):,}); *during* is its work. Cells: median (min–max) over the repetitions; "

@@ -1,5 +1,6 @@
 """The two outside observers, side by side (probe.py): a ServiceAccount that API Priority and Fairness queues, and
-the admin certificate that it exempts. Both sample at once, each in its own process, on their own connections.
+the admin certificate that it exempts. Both sample at once, each request kind
+of each in a process and on a connection of its own.
 
 A row keeps each observer's windows as `<prefix>_idle` and `<prefix>_during`; the ServiceAccount's prefix stays
 `probe`, the name of the rows from before there were two observers, so earlier rows.json files still report.

@@ -69,10 +69,10 @@ def setup_text(run) -> str:
   (get/list ConfigMaps): neither is `system:masters`, so APF queues both (default FlowSchema `service-accounts`);
   the second observer runs as the admin certificate (`system:masters`), which APF exempts ({run.flow_schema}).
   Only the second observer, the fleet suite and the harness's own set-up use the admin certificate.
-- **Observers** (the "probe" columns are the ServiceAccount's): two outside clients at once, each in its own
-  process, every {probe.INTERVAL * 1000:.0f} ms one `GET` of a ConfigMap and, on a schedule, thread and kept-alive
-  connection of its own, every {probe.INTERVAL * 1000:.0f} ms one `LIST` of the {probe.CONFIGMAPS} ConfigMaps of its
-  namespace (a consistent LIST waits ~95 ms while anyone writes; sent in turn, it halved the GETs); *idle* = the {run.args.idle_seconds:g} s before a contender
+- **Observers** (the "probe" columns are the ServiceAccount's): two outside clients at once,
+  every {probe.INTERVAL * 1000:.0f} ms one `GET` of a ConfigMap and, in a process, schedule and kept-alive connection of its
+  own, every {probe.INTERVAL * 1000:.0f} ms one `LIST` of the {probe.CONFIGMAPS} ConfigMaps of its namespace (a consistent
+  LIST waits ~95 ms while anyone writes; sent in turn, it halved the GETs); *idle* = the {run.args.idle_seconds:g} s before a contender
   starts (for in-tree: before kube-controller-manager starts), *during* = while it migrates (engine: from its pass's
   start, after the latency probe's idle, to its last answer; ceiling: from connecting to its last answer; kubectl:
   its whole run; in-tree: from just before its first write to `Succeeded`).
