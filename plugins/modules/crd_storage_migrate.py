@@ -129,8 +129,9 @@ options:
         p99 is measured again (10 s). Other clients feel the tail - holding the p90 alone let their p99 run past the
         budget (docs/performance.md). Below 200 samples a p99 is one or two slow answers, so only the p90 is held
         and decides the growths.
-      - An idle p90 over 3 times the idle p50 (a noisy idle) is held at 3 times the p50, and so is the idle p99 -
-        noise makes the budget tighter, it never turns it off. The result then says C(baseline=noisy).
+      - An idle p90 over 3 times the idle p50 (a noisy idle) is held at 3 times the p50, and an idle p99 over 2 times
+        the p50 at 2 times the p50 - noise makes the budget tighter, it never turns it off. The result then says
+        C(baseline=noisy) (of the p90).
       - Only the probe slows the pass below one write in flight all the time, down to one write in flight 10% of the
         time (C(duty) in RV(crds[].pace)); after a write that took L, the next one waits L * (1/duty - 1).
       - What the probe saw is returned in C(probe) of RV(crds[].pace) and shown in the pass's result line.
