@@ -131,6 +131,29 @@ class Kube:
                 raise TimeoutError(f"CRD {name} not Established: {conditions}")
             time.sleep(0.1)
 
+    def wait_api_services(self, name: str, timeout: float = 30.0) -> None:
+        """Wait until every served version of CRD ``name`` has its APIService, marked Available. The apiservers
+        register them in the background after the CRD changes: writes of the control plane's own, which a test
+        that compares etcd revisions around a module run must not see land after it took its revision."""
+        crd = self.get_crd(name)
+        wanted = [f"{v['name']}.{crd['spec']['group']}" for v in crd["spec"]["versions"] if v.get("served")]
+        deadline = time.monotonic() + timeout
+        for service in wanted:
+            while not self._api_service_available(service):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"APIService {service} of CRD {name} not registered and Available")
+                time.sleep(0.1)
+
+    def _api_service_available(self, service: str) -> bool:
+        try:
+            body = self.get(f"/apis/apiregistration.k8s.io/v1/apiservices/{service}")
+        except KubeError as exc:
+            if exc.status != 404:
+                raise
+            return False
+        conditions = {c["type"]: c["status"] for c in (body.get("status") or {}).get("conditions") or []}
+        return conditions.get("Available") == "True"
+
     def delete_crd(self, name: str, timeout: float = 90.0) -> None:
         """Delete a CRD and wait until it is gone: the apiserver first deletes every object of it (a finalizer), and
         a CRD of the same name cannot be created meanwhile (HTTP 409 "already exists")."""

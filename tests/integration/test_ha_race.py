@@ -58,6 +58,7 @@ def test_without_every_apiserver_named_the_module_fails_closed_and_writes_nothin
     a, b = admin_kube(ha, 0), ha.apiservers[1]
     s = seed_old_objects(a, "closed.crdops.test", 200, flip=False)
     flip_storage(a, s, "v1beta1")
+    a.wait_api_services(s.crd_name)  # the flip's own background writes, before the revision nothing may pass
     revision = current_revision(ha.etcd_url)
     given = [b.url for _endpoint in endpoints]
     for check_mode in (True, False):
