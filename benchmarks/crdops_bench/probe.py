@@ -147,7 +147,7 @@ class Probe:
     summarises the samples sent in [t0, t1)."""
 
     def __init__(self, identity, out: Path) -> None:
-        self.identity, self.out = identity, out
+        self.identity = identity
         self.streams = {kind: SampleStream(identity, kind, out.with_name(f"{out.stem}-{kind}{out.suffix}"))
                         for kind in KINDS}
 

@@ -13,6 +13,11 @@ from pathlib import Path
 import urllib3
 
 
+def status_conditions(obj: dict) -> dict:
+    """An object's status conditions, type -> status ("True", "False", "Unknown")."""
+    return {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or []}
+
+
 class KubeError(RuntimeError):
     def __init__(self, method: str, path: str, status: int, body: dict | str):
         self.status = status
@@ -124,7 +129,7 @@ class Kube:
         deadline = time.monotonic() + timeout
         while True:
             crd = self.get_crd(name)
-            conditions = {c["type"]: c["status"] for c in (crd.get("status") or {}).get("conditions") or []}
+            conditions = status_conditions(crd)
             if conditions.get("Established") == "True":
                 return crd
             if time.monotonic() > deadline:
@@ -151,8 +156,7 @@ class Kube:
             if exc.status != 404:
                 raise
             return False
-        conditions = {c["type"]: c["status"] for c in (body.get("status") or {}).get("conditions") or []}
-        return conditions.get("Available") == "True"
+        return status_conditions(body).get("Available") == "True"
 
     def delete_crd(self, name: str, timeout: float = 90.0) -> None:
         """Delete a CRD and wait until it is gone: the apiserver first deletes every object of it (a finalizer), and
