@@ -30,7 +30,10 @@ one write in flight: a limit of 0.4 keeps one write in flight 40 % of the time (
 the next one starts L * (1/0.4 - 1) later), down to ``min_duty``; it grows back while the probe is within the
 budget, by a quarter per window, or where the tail decides, by as much as the scaled tail allows (at most double).
 One write in flight all the time can still be more than a small control plane gives away quietly; the
-write-latency signal cannot see that, since at one write in flight it measures its own baseline.
+write-latency signal cannot see that, since at one write in flight it measures its own baseline. So where the tail
+can be measured, a pass that learned nothing before it starts at ``tail_start_duty`` (half the time) and lets the
+tail, once measured, grow it: the first ten seconds, before the tail can cut, are otherwise spent at a pace nobody
+has measured, and a short pass's p99 is made of them.
 
 ``pace: max`` measures the same way but never moves the limit from ``workers`` (the full-speed behaviour of
 a maintenance window). Both modes are bounded by the transport's ``max_qps``.
@@ -90,6 +93,7 @@ class PaceSettings:
     baseline_age: float = 60.0  # seconds a window median stays a baseline candidate
     probe_every: float = 15.0  # seconds between windows run at one write in flight
     initial_limit: float = 1.0  # the first window is the first idle measurement
+    tail_start_duty: float = 0.5  # where the tail can be measured, a fresh pass starts at this duty (see writes_begin)
     max_cut: float = 0.5  # a window never cuts the limit below this fraction
     probe_cut_every: float = 2.0  # seconds between cuts asked for by the latency probe
     probe_grow_every: float = 2.0  # with a probe, seconds between growths: it sees a change only over its window
@@ -132,6 +136,7 @@ class GradientLimiter:
         self._probe_since: Optional[float] = None  # a probe window counts writes started after this
         self._last_probe = clock()
         self.started_from: Optional[Learned] = None
+        self._begun = False
         if adaptive and start is not None:
             self._start_from(start)
 
@@ -142,6 +147,20 @@ class GradientLimiter:
         self.min_seen = self.max_seen = self.limit
         self._history.append((self.clock(), start.baseline))
         self.baseline = start.baseline
+
+    def writes_begin(self) -> None:
+        """The first write is about to start and the probe's idle baseline is frozen. Where it can measure a tail and
+        nothing earlier was learned, start below one write in flight: the tail needs ``MIN_TAIL_SAMPLES`` (ten
+        seconds) before it can cut, and one write in flight all the time can alone be more than the budget on a
+        small control plane, so a pass that started there spent its first ten seconds over the budget and a short
+        pass's p99 is made of them. The tail, measured at this duty, then grows it (up to twice per step)."""
+        if self._begun:
+            return
+        self._begun = True
+        if self.probe is None or self.started_from is not None or not self.probe.tail_measurable():
+            return
+        self._set_limit(min(self.limit, self.settings.tail_start_duty), floor=self.settings.min_duty)
+        self.min_seen = self.max_seen = self.limit
 
     def learned(self) -> Optional[Learned]:
         """The limit and baseline for the next pass; None before the first window (nothing was learned)."""
@@ -359,6 +378,8 @@ class PaceGate:
         first one first lets the probe finish its idle baseline."""
         if not self._writing and self.probe is not None:
             self.probe.writes_begin(give_up)
+            with self._cond:
+                self.limiter.writes_begin()
         self._writing = True
         with self._cond:
             while self.in_flight >= self.limiter.permits or self.clock() < self._not_before:

@@ -16,7 +16,7 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.l
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.probe_baseline import (
     HELD_PERCENTILE, MAX_IDLE_SAMPLES, MIN_IDLE_SAMPLES, MIN_TAIL_SAMPLES, NOISE_CAP, TAIL_NOISE_CAP, Baseline, percentile)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.pace import (
-    GradientLimiter, PaceCarry, PaceGate, PaceSettings)
+    GradientLimiter, Learned, PaceCarry, PaceGate, PaceSettings, pace_gate)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.pace import describe as describe_pace
 
 
@@ -258,7 +258,6 @@ def test_a_pass_whose_writes_stay_fast_while_other_clients_slow_down_is_held_by_
     """Other clients' GETs slow with each of our writes in flight, our writes do not: the write-latency signal
     alone grows to every worker; with the probe's budget the pace stays low, and both passes are exact."""
     from tests.unit.plugins.module_utils.test_crdops_pace import NAME, slow_cluster
-    from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.pace import pace_gate
     from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.restore import RestoreOptions, RestorePass
     from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.selection import get_crd
 
@@ -374,7 +373,6 @@ def test_with_a_probe_the_limit_grows_at_most_every_two_seconds_without_one_ever
 
 def test_the_gate_of_the_next_pass_starts_from_what_this_one_learned_and_holds_the_same_probe():
     """A confirming pass's gate (PaceGate.following): the limit and baseline learned, the probe still running."""
-    from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.pace import Learned, pace_gate
     clock = FakeClock()
     probe = probe_on(clock)
     settings = PaceSettings(probe_every=1e9, tolerance=3.0)
@@ -507,3 +505,30 @@ def test_a_growth_waits_for_the_tail_at_the_pace_and_is_taken_only_if_the_tail_s
     free = limiter_with(short, clock)
     steady(free, clock, 4.5, short, tail=1.0)
     assert free.limit == 4.0 and free.tail_refusals == 0  # its first window, then every two seconds
+
+
+def test_where_the_tail_can_be_measured_a_fresh_pass_starts_at_half_the_time_and_the_tail_grows_it():
+    clock, probe, _lim = limiter_with_a_tail()
+    gate = pace_gate("gentle", 8, clock=clock, settings=PaceSettings(probe_every=1e9), probe=probe)
+    assert gate.limiter.limit == 1.0  # the baseline is not frozen yet: nothing is known of the tail
+    started = gate.acquire(lambda: False)
+    gate.release(started)
+    lim = gate.limiter
+    assert lim.limit == pytest.approx(0.5) and lim.snapshot()["max_limit_reached"] == 0.5
+    steady(lim, clock, 1.9, probe, tail=1.2)  # 190 samples: the tail at half the time not yet measured, held
+    assert lim.limit == pytest.approx(0.5)
+    steady(lim, clock, 0.3, probe, tail=1.2, until=lambda: lim.limit > 0.5)  # x1.2 at a half: all of the time
+    assert lim.limit == pytest.approx(1.0) and lim.probe_cuts == 0
+    # a pass that starts from what an earlier one learned, a probe without an idle p99, or pace max: unchanged
+    learned = pace_gate("gentle", 8, clock=clock, start=Learned(2.0, 0.002), probe=probe)
+    learned.release(learned.acquire(lambda: False))
+    assert learned.limiter.limit == 2.0
+    short = probe_on(clock)
+    idle(short, clock, 0.010)
+    begin(short)
+    without_p99 = pace_gate("gentle", 8, clock=clock, probe=short)
+    without_p99.release(without_p99.acquire(lambda: False))
+    assert without_p99.limiter.limit == 1.0
+    fixed = pace_gate("max", 8, clock=clock, probe=probe)
+    fixed.release(fixed.acquire(lambda: False))
+    assert fixed.limiter.limit == 8.0
