@@ -44,6 +44,7 @@ class Point:
     own_tail: Spread = Spread(NAN, NAN, NAN, 0)  # our probe's p99 multiple, where the engine holds the tail
     own_percentile: float = own_probe.DEFAULT_PERCENTILE
     own_vs: dict[str, Spread] = field(default_factory=dict)  # observer -> our probe ÷ observer, same percentile
+    pooled: dict[str, float] = field(default_factory=dict)  # observer -> GET p99 multiple over every repetition
     idle_samples: dict[str, int] = field(default_factory=dict)  # observer -> fewest idle GET samples of a window
 
     @property
@@ -70,6 +71,29 @@ def own_ratio(row: dict, obs: str) -> float:
     return div(own_probe.multiple(mine), observer_multiple(row, obs, pct_key(own_probe.percentile(mine))))
 
 
+def pooled_multiple(rs: list, obs: str) -> float:
+    """One p99 over every GET an observer sent during a contender's passes, each answer over the idle p99 of its
+    own repetition: with passes of 30-100 s, a single pass's p99 is its 5-20 slowest answers, and the median of
+    three such spreads wider than the differences between contenders. From each window's slowest answers
+    (probe.slowest); NaN where a window kept too few of them to know the pooled p99 exactly, or rows lack them."""
+    kept, answered, floors = [], 0, []
+    for r in rs:
+        during, idle = observers.row_window(r, obs, "during").get("get") or {}, observers.get_stat(r, obs, "idle")
+        slow = during.get("slowest_ms")
+        if slow is None or not idle > 0:
+            return NAN
+        ok = int(during["n"] - during["errors"])
+        answered += ok
+        kept += [ms / idle for ms in slow]
+        if len(slow) < ok and slow:  # a window's unkept answers are no slower than the last one it kept
+            floors.append(slow[-1] / idle)
+    rank = answered - math.ceil(0.99 * answered) + 1  # the p99 is the rank-th slowest (nearest rank)
+    if not answered or rank > len(kept):
+        return NAN
+    value = sorted(kept, reverse=True)[rank - 1]
+    return value if all(f <= value for f in floors) else NAN
+
+
 def point(raw: list, contender: str, n: int) -> Point | None:
     rs = rows(raw, SUITE, contender, n)
     if not rs:
@@ -84,6 +108,7 @@ def point(raw: list, contender: str, n: int) -> Point | None:
         own_tail=Spread.of([own_probe.tail_multiple(m) if m else NAN for m in mine]),
         own_percentile=next((own_probe.percentile(m) for m in mine if m), own_probe.DEFAULT_PERCENTILE),
         own_vs={o: Spread.of([own_ratio(r, o) for r in rs]) for o in OBSERVERS},
+        pooled={o: pooled_multiple(rs, o) for o in OBSERVERS},
         idle_samples={o: fewest([observers.get_stat(r, o, "idle", "n") for r in rs]) for o in OBSERVERS})
 
 

@@ -25,12 +25,14 @@ CHART = "performance-calibration.svg"
 def points_table(pts: list) -> str:
     pct = next((p.own_percentile for p in pts if p.ours), own_probe.DEFAULT_PERCENTILE)
     head = (["contender (latency budget)", "objects/s"] + [f"{SHORT[o]} observer's GET p99 multiple" for o in OBSERVERS]
+            + ["pooled GET p99 multiple, " + " / ".join(SHORT[o] for o in OBSERVERS)]
             + [f"our probe's p{pct:g} multiple", "our probe's p99 multiple"] + [f"our probe ÷ {SHORT[o]}" for o in OBSERVERS]
             + ["runs", "etcd"])
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 2) + "---|"]
     for p in pts:
         name = "in-tree migrator" if not p.ours else f"ours, budget {p.label}"
         cells = ([name, spread_text(p.rate, 0)] + [spread_text(p.multiple[o]) for o in OBSERVERS]
+                 + [" / ".join(f"×{fmt(p.pooled.get(o, math.nan))}" for o in OBSERVERS)]
                  + [spread_text(p.own) if p.ours else "–", spread_text(p.own_tail) if p.ours else "–"]
                  + [spread_text(p.own_vs[o]) if p.ours else "–" for o in OBSERVERS]
                  + [str(p.runs), "100% v1beta1" if p.ok else "**FAILED**"])
@@ -59,7 +61,8 @@ def setup_line(run, pts: list, n: int) -> str:
             "that API Priority and Fairness queues, and the admin certificate that it exempts. *Idle* is the "
             f"{a.idle_seconds:g} s before each contender (fewest GET samples of an observer in one window: "
             f"{calibration.idle_floor(pts):,}); *during* is its work. Cells: median (min–max) over the repetitions; "
-            "a multiple is during ÷ idle of the same observer in the same repetition.")
+            "a multiple is during ÷ idle of the same observer in the same repetition; *pooled* is one p99 over every GET "
+            "of a contender's passes, each over its own repetition's idle p99.")
 
 
 def first_screen(run, n: int, chart_ok: bool) -> str:

@@ -36,6 +36,9 @@ PERCENTILES = (50, 90, 95, 99)
 FLOW_SCHEMA_LINE = "# flowschema "
 
 
+SLOWEST_SHARE = 0.03  # of a window's GETs kept by value: a p99 pooled over windows needs each one's slowest 1 %+
+
+
 def percentile(values: list, q: float) -> float:
     """Nearest-rank percentile (q in 0..100); NaN for no values."""
     if not values:
@@ -71,14 +74,24 @@ class Sample:
 
 
 def summarize(samples: list, extra_percentiles: tuple = ()) -> dict:
-    """Per request kind: samples sent, errors, percentiles of the answered ones (ms), max."""
+    """Per request kind: samples sent, errors, percentiles of the answered ones (ms), max; for GETs also the
+    slowest answers by value."""
     out = {}
     for kind in ("get", "list"):
-        rows = [s for s in samples if s.kind == kind]
-        ok = [s.ms for s in rows if s.status == 200]
+        sent = [s for s in samples if s.kind == kind]
+        ok = [s.ms for s in sent if s.status == 200]
         stats = {pct_key(q): percentile(ok, q) for q in sorted(set(PERCENTILES) | set(extra_percentiles))}
-        out[kind] = dict(stats, n=len(rows), errors=len(rows) - len(ok), max=max(ok, default=float("nan")))
+        out[kind] = dict(stats, n=len(sent), errors=len(sent) - len(ok), max=max(ok, default=float("nan")))
+        if kind == "get":
+            out[kind]["slowest_ms"] = slowest(ok)
     return out
+
+
+def slowest(values: list[float]) -> list[float]:
+    """The slowest SLOWEST_SHARE of a window's answers, slowest first: enough to pool several windows' p99
+    (calibration.pooled_multiple) without keeping every sample in the rows."""
+    keep = math.ceil(SLOWEST_SHARE * len(values))
+    return [round(v, 3) for v in sorted(values, reverse=True)[:keep]]
 
 
 KINDS = ("get", "list")
