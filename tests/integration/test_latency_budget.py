@@ -66,16 +66,16 @@ def migrate_in_background(cluster, s: Seeded, progress: Path, **extra) -> Module
                                                  progress_file=str(progress), **extra))
 
 
-def seeded(kube, cluster, group: str) -> Seeded:
-    seed_via_etcd(kube, cluster.etcd_url, group, COUNT)
+def seeded(kube, cluster, group: str, count: int = COUNT) -> Seeded:
+    seed_via_etcd(kube, cluster.etcd_url, group, count)
     return Seeded(group, "widgets", "Widget", "Namespaced")
 
 
-def exact(cluster, s: Seeded, result: dict) -> dict:
+def exact(cluster, s: Seeded, result: dict, count: int = COUNT) -> dict:
     assert not result.get("failed"), result.get("msg")
     crd = result["crds"][0]
-    assert (crd["listed"], crd["rewritten"], crd["failed"]) == (COUNT, COUNT, 0) and crd["record_written"]
-    assert scan_storage(cluster.etcd_url, s.group, s.plural).counts == {s.new(): COUNT}
+    assert (crd["listed"], crd["rewritten"], crd["failed"]) == (count, count, 0) and crd["record_written"]
+    assert scan_storage(cluster.etcd_url, s.group, s.plural).counts == {s.new(): count}
     return crd
 
 
@@ -138,3 +138,23 @@ def test_a_load_started_mid_pass_slows_the_pace_through_what_the_probe_sees(clus
     pace = crd["pace"]
     assert pace["probe_cuts"] >= 1 and pace["min_limit"] < pace["max_limit_reached"], pace
     assert pace["probe"]["baseline"] == "ok" and pace["probe"]["multiple"] > 1.0, pace["probe"]
+
+
+def test_with_an_idle_long_enough_for_a_p99_the_pass_starts_at_half_the_time_and_holds_the_p99(
+        cluster, kube, group, tmp_path):
+    """A drain of 12 s gives the probe over 200 idle samples, so the pass holds the p99 too, and with nothing
+    carried from an earlier pass it starts with one write in flight half of the time: no growth before the p99
+    was measured at that pace (10 s of writes)."""
+    count = 1500
+    s = seeded(kube, cluster, group, count)
+    progress = tmp_path / "progress.json"
+    run = migrate_in_background(cluster, s, progress, drain_window=12)
+    with PaceWatch(progress) as watch:
+        first = watch.wait(lambda p, n: n >= 1 and "probe" in p, timeout=120)
+        watch.wait(lambda p, n: n >= count, timeout=600)
+        result = run.result(timeout=600)
+    crd = exact(cluster, s, result, count)
+    assert first["started_from"] is None and first["max_limit_reached"] == 0.5, first
+    probe = crd["pace"]["probe"]
+    assert probe["idle"]["samples"] >= 200 and probe["tail_reference_ms"] is not None, probe
+    assert probe["tail_multiple"] is not None and probe["during"]["samples"] >= 200, probe
