@@ -32,7 +32,7 @@ def points_table(pts: list) -> str:
     for p in pts:
         name = "in-tree migrator" if not p.ours else f"ours, budget {p.label}"
         cells = ([name, spread_text(p.rate, 0)] + [spread_text(p.multiple[o]) for o in OBSERVERS]
-                 + [" / ".join(f"×{fmt(p.pooled.get(o, math.nan))}" for o in OBSERVERS)]
+                 + [" / ".join(fmt(p.pooled.get(o, math.nan)) for o in OBSERVERS)]
                  + [spread_text(p.own) if p.ours else "–", spread_text(p.own_tail) if p.ours else "–"]
                  + [spread_text(p.own_vs[o]) if p.ours else "–" for o in OBSERVERS]
                  + [str(p.runs), "100% v1beta1" if p.ok else "**FAILED**"])

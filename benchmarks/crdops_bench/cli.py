@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import REPO
+from . import REPO, observers
 from .ratios import Ratios
 from .probe import INTERVAL
 from .report import replace_block, rows_json
@@ -188,6 +188,9 @@ def main(argv=None) -> int:
     run = Run(parse(argv), argv)
     if run.args.from_rows:
         run.load(run.args.from_rows)
+        filled = observers.complete_slowest(run.raw, Path(run.args.from_rows).parent)
+        if filled:
+            print(f"# {filled} observer windows' slowest GETs read from the sample files beside the rows", flush=True)
     else:
         execute(run)
     ratios = compute_ratios(run)

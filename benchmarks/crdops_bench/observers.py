@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from . import identities
-from .probe import Probe, create_configmaps
+from .probe import Probe, SampleStream, create_configmaps, slowest
 
 SERVICE_ACCOUNT, EXEMPT = "service-account", "apf-exempt"
 OBSERVERS = (SERVICE_ACCOUNT, EXEMPT)
@@ -19,6 +19,11 @@ PREFIX = {SERVICE_ACCOUNT: "probe", EXEMPT: "exempt"}
 TITLE = {SERVICE_ACCOUNT: "ServiceAccount observer (APF queues it)", EXEMPT: "admin observer (APF-exempt)"}
 SHORT = {SERVICE_ACCOUNT: "ServiceAccount", EXEMPT: "APF-exempt"}
 WARM_UP_S = 2.0  # the first requests pay the TLS handshake: not part of anyone's idle window
+
+
+def sample_file(workdir: Path, name: str, kind: str = "get") -> Path:
+    """Where an observer's samples of one request kind go (probe.Probe names its streams' files so)."""
+    return Path(workdir) / f"observer-{name}-{kind}.samples"
 
 
 def start(bench) -> dict[str, Probe]:
@@ -70,3 +75,21 @@ def flow_schemas(kube, observers: dict[str, Probe]) -> str:
         schema = f"`{names.get(uid, uid)}`" if uid else "no FlowSchema header"
         parts.append(f"the {SHORT[name]} observer's requests under {schema}")
     return "the apiserver classified " + ", ".join(parts)
+
+
+def complete_slowest(raw: list, workdir: Path) -> int:
+    """Rows saved before each window kept its slowest GETs (probe.slowest): filled in from the run's own GET sample
+    files beside rows.json, over the same during window [t0, t1). How many windows were filled."""
+    filled = 0
+    for name in OBSERVERS:
+        path = sample_file(workdir, name)
+        if not path.exists():
+            continue
+        stream = SampleStream(None, "get", path)
+        for r in raw:
+            during = row_window(r, name, "during").get("get")
+            if during is None or "slowest_ms" in during or "t0" not in r:
+                continue
+            during["slowest_ms"] = slowest([s.ms for s in stream.window(r["t0"], r["t1"]) if s.status == 200])
+            filled += 1
+    return filled
