@@ -129,7 +129,7 @@ options:
         p99 is measured again (10 s). Other clients feel the tail - holding the p90 alone let their p99 run past the
         budget (docs/performance.md). Below 200 samples a p99 is one or two slow answers, so only the p90 is held
         and decides the growths.
-      - With that p99, a pass that carries no pace from an earlier one (RV(crds[].pace.started_from)) starts with one
+      - With that p99, a pass that carries no pace from an earlier one (C(started_from) in RV(crds[].pace)) starts with one
         write in flight half of the time, and the p99 measured there grows it - the p99 can act only after 10 s, and one
         write in flight all the time can alone cost a small control plane more than the budget.
       - An idle p90 over 3 times the idle p50 (a noisy idle) is held at 3 times the p50, and an idle p99 over 2 times
