@@ -33,10 +33,9 @@ INTERVAL = 0.05
 CONFIGMAPS = 50
 FLOW_SCHEMA_HEADER = "X-Kubernetes-PF-FlowSchema-UID"
 PERCENTILES = (50, 90, 95, 99)
+# of a window's GETs kept by value: a p99 pooled over windows of different lengths needs more than each one's 1 %
+SLOWEST_SHARE = 0.10
 FLOW_SCHEMA_LINE = "# flowschema "
-
-
-SLOWEST_SHARE = 0.10  # of a window's GETs kept by value: a p99 pooled over windows of different lengths needs more than each one's slowest 1 %
 
 
 def percentile(values: list, q: float) -> float:
