@@ -132,6 +132,10 @@ options:
       - With that p99, a pass that carries no pace from an earlier one (C(started_from) in RV(crds[].pace)) starts with one
         write in flight half of the time, and the p99 measured there grows it - the p99 can act only after 10 s, and one
         write in flight all the time can alone cost a small control plane more than the budget.
+      - The multiples are those of a typical client, which spends about 2 ms of each answer in its own code (its HTTP
+        library, decoding) that our writes do not lengthen - C(client_own_ms) is added to both the latency and its
+        idle reference. The probe is a lean client, so the same delay was a larger multiple of its own faster idle
+        than outside observers measured of theirs (docs/performance.md).
       - An idle p90 over 3 times the idle p50 (a noisy idle) is held at 3 times the p50, and an idle p99 over 2 times
         the p50 at 2 times the p50 - noise makes the budget tighter, it never turns it off. The result then says
         C(baseline=noisy) (of the p90).
@@ -642,7 +646,8 @@ crds:
           C(baseline) (V(ok); V(noisy), an idle p90 over 3 times its p50, held at 3 times the p50; V(short), fewer than
           60 idle samples, no budget applied; or V(none)), C(baseline_carried) (from the run's previous pass),
           C(idle) and C(during) (C(p50_ms), C(p90_ms), C(p99_ms), C(samples)), C(reference_ms) (the idle latency the
-          budget multiplies), C(multiple) (the p90 during the writes over C(reference_ms)), C(held) (C(multiple)
+          budget multiplies), C(client_own_ms) (a typical client's own time on each answer, added to both sides of each
+          multiple), C(multiple) (the p90 during the writes over C(reference_ms)), C(held) (C(multiple)
           within C(budget)), C(tail_percentile) (99), C(tail_reference_ms) (the idle p99, capped as the p90 is; null
           below 200 idle samples), C(tail_multiple) (the p99 during the writes over it, from 200 samples on) and
           C(tail_held), C(errors) (probe GETs that failed), C(process) (V(separate), or V(in-process) and why),

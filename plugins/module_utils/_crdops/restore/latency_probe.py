@@ -20,7 +20,8 @@ idle baseline, added to those of the run's earlier passes; ``multiple()`` is the
 seconds over the baseline's reference (its p90, capped by its p50: probe_baseline.py), which the limiter holds
 within the latency budget (pace.py). ``tail_multiple()`` is the p99 of the samples since the limiter last changed its
 pace for the tail (at most ``TAIL_SPAN_S`` back, at least MIN_TAIL_SAMPLES of them) over the idle p99: held within the same
-budget once both sides have enough samples to estimate a p99.
+budget once both sides have enough samples to estimate a p99. Both multiples are a typical client's, whose own time
+on each answer (CLIENT_OWN_S) a pass does not lengthen: ``client_multiple`` adds it to both sides.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Protocol, Tuple
 
 from ..kube.errors import CrdOpsError
 from .probe_baseline import (
-    BASELINE_NONE, BASELINE_NOISY, BASELINE_OK, HELD_PERCENTILE, MIN_IDLE_SAMPLES, MIN_TAIL_SAMPLES, NOISE_CAP,
-    TAIL_PERCENTILE, Baseline, latencies_dict, percentile)
+    BASELINE_NONE, BASELINE_NOISY, BASELINE_OK, HELD_PERCENTILE, MIN_IDLE_SAMPLES, MIN_TAIL_SAMPLES,
+    NOISE_CAP, TAIL_PERCENTILE, Baseline, client_multiple, client_own_ms, latencies_dict, percentile)
 
 DEFAULT_BUDGET = 2.0  # the probe's p90 (and p99) while we write, as a multiple of its idle reference
 DEFAULT_INTERVAL_S = 0.05  # 20 GETs a second: a busy controller's reads, light beside a pass's writes
@@ -256,11 +257,12 @@ class LatencyProbe:
             "baseline": base.status if base is not None else BASELINE_NONE, "baseline_carried": self.carried,
             "idle": base.to_dict() if base is not None else None,
             "reference_ms": _ms(base.reference) if base is not None and usable else None,
+            "client_own_ms": client_own_ms(),
             "during": latencies_dict(during), "errors": self.errors, "multiple": None, "held": None,
             "process": process, "pid": sampler.pid if sampler is not None else os.getpid(),
             "flow_schema": sampler.flow_schema if sampler is not None else None}
         if usable and during and base is not None:
-            multiple = percentile(during, HELD_PERCENTILE) / base.reference
+            multiple = client_multiple(percentile(during, HELD_PERCENTILE), base.reference)
             out.update(multiple=round(multiple, 2), held=multiple <= self.budget)
         out.update(self._tail_summary(base, during))
         return out
@@ -274,20 +276,20 @@ class LatencyProbe:
             return out
         out["tail_reference_ms"] = _ms(reference)
         if len(during) >= MIN_TAIL_SAMPLES:
-            multiple = percentile(during, TAIL_PERCENTILE) / reference
+            multiple = client_multiple(percentile(during, TAIL_PERCENTILE), reference)
             out.update(tail_multiple=round(multiple, 2), tail_held=multiple <= self.budget)
         return out
 
 
 def _recent_multiple(samples: Deque[Tuple[float, float]], horizon: float, fewest: int, pct: float,
                      reference: float) -> Optional[float]:
-    """Drops the (start, latency) samples begun before ``horizon``; the ``pct`` percentile of the rest over
-    ``reference``, or None below ``fewest`` of them."""
+    """Drops the (start, latency) samples begun before ``horizon``; the ``pct`` percentile of the rest as a multiple
+    of ``reference`` (client_multiple), or None below ``fewest`` of them."""
     while samples and samples[0][0] < horizon:
         samples.popleft()
     if len(samples) < fewest:
         return None
-    return percentile([lat for _t, lat in samples], pct) / reference
+    return client_multiple(percentile([lat for _t, lat in samples], pct), reference)
 
 
 def _ms(seconds: float) -> float:
@@ -295,7 +297,8 @@ def _ms(seconds: float) -> float:
 
 
 def describe(summary: Optional[Dict[str, Any]]) -> str:
-    """The probe part of a result line, e.g. ``other clients' GET p90 9.8 -> 17.1 ms (x1.74, budget x2.0 held)``.
+    """The probe part of a result line, e.g. ``other clients' GET p90 9.8 -> 17.1 ms (x1.63 to a client
+    spending 2.0 ms of its own, budget x2.0 held)``.
     A summary from before the p90 (no ``percentile``) is told in its p99."""
     if not summary or not summary.get("idle"):
         return ""
@@ -308,9 +311,16 @@ def describe(summary: Optional[Dict[str, Any]]) -> str:
     if not during:
         return "other clients' GET p%d %.1f ms idle, nothing written" % (pct, reference)
     noisy = ", noisy idle held at x%g its p50" % NOISE_CAP if summary.get("baseline") == BASELINE_NOISY else ""
-    return "other clients' GET p%d %.1f -> %.1f ms (x%.2f, budget x%.1f %s%s)%s" % (
-        pct, reference, during[key], summary["multiple"], summary["budget"],
+    return "other clients' GET p%d %.1f -> %.1f ms (x%.2f%s, budget x%.1f %s%s)%s" % (
+        pct, reference, during[key], summary["multiple"], _own_words(summary), summary["budget"],
         "held" if summary["held"] else "NOT held", noisy, _describe_tail(summary))
+
+
+def _own_words(summary: Dict[str, Any]) -> str:
+    """`` to a client spending 2.0 ms of its own``: why the multiple is not the two latencies' ratio; nothing for a
+    summary from before a client's own time was added, or without it."""
+    own = summary.get("client_own_ms")
+    return " to a client spending %.1f ms of its own" % own if own else ""
 
 
 def _describe_tail(summary: Dict[str, Any]) -> str:

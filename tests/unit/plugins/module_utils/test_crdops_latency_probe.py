@@ -11,6 +11,7 @@ import time
 import pytest
 
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.kube.errors import ApiError
+from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import probe_baseline
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.latency_probe import (
     WARMUP_REQUESTS, LatencyProbe, describe)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.probe_baseline import (
@@ -18,6 +19,16 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.p
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.pace import (
     GradientLimiter, Learned, PaceCarry, PaceGate, PaceSettings, pace_gate)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.pace import describe as describe_pace
+
+
+SHIPPED_CLIENT_OWN_S = probe_baseline.CLIENT_OWN_S
+
+
+@pytest.fixture(autouse=True)
+def lean_client(monkeypatch):
+    """The limiter's mechanics are stated in the probe's own multiples (latency over reference); a typical client's
+    own time on each answer is tested on its own (test_a_multiple_is_a_typical_clients_...)."""
+    monkeypatch.setattr(probe_baseline, "CLIENT_OWN_S", 0.0)
 
 
 class FakeClock(object):
@@ -532,3 +543,27 @@ def test_where_the_tail_can_be_measured_a_fresh_pass_starts_at_half_the_time_and
     fixed = pace_gate("max", 8, clock=clock, probe=probe)
     fixed.release(fixed.acquire(lambda: False))
     assert fixed.limiter.limit == 8.0
+
+
+def test_a_multiple_is_a_typical_clients_whose_own_time_a_pass_does_not_lengthen(monkeypatch):
+    """The probe answers in 2 ms at idle and 5 ms while we write: x2.5 of its own idle, but a client that spends
+    2 ms of its own on each answer goes from 4 ms to 7 ms, x1.75: within a budget of 2, so nothing is cut."""
+    monkeypatch.setattr(probe_baseline, "CLIENT_OWN_S", SHIPPED_CLIENT_OWN_S)
+    assert SHIPPED_CLIENT_OWN_S == pytest.approx(0.002)
+    clock = FakeClock()
+    probe = probe_on(clock)
+    idle(probe, clock, 0.002, n=MIN_TAIL_SAMPLES)
+    lim = limiter_with(probe, clock)
+    begin(probe)
+    assert probe.multiple() is None
+    feed(lim, clock, 0.004, windows=40, probe=probe, probe_latency=0.005)
+    assert probe.multiple() == pytest.approx(1.75) and probe.tail_multiple() == pytest.approx(1.75)
+    assert lim.probe_cuts == 0 and lim.tail_cuts == 0
+    summary = probe.summary()
+    assert summary["client_own_ms"] == 2.0 and summary["reference_ms"] == 2.0
+    assert summary["multiple"] == 1.75 and summary["held"] is True and summary["tail_held"] is True
+    assert describe(summary) == ("other clients' GET p90 2.0 -> 5.0 ms (x1.75 to a client spending 2.0 ms of its own, "
+                                 "budget x2.0 held), p99 2.0 -> 5.0 ms (x1.75 held)")
+    # the same pass held in the probe's own multiples: x2.5, over the budget, cut
+    monkeypatch.setattr(probe_baseline, "CLIENT_OWN_S", 0.0)
+    assert probe.multiple() == pytest.approx(2.5)
