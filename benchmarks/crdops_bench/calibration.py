@@ -127,6 +127,11 @@ def points(raw: list, n: int) -> list[Point]:
     return [p for p in (point(raw, c, n) for c in contenders(raw)) if p is not None]
 
 
+def suite_rows(raw: list, n: int) -> list:
+    """Every row of the calibrate suite at N objects, of every contender."""
+    return [r for r in raw if r["suite"] == SUITE and r["n"] == n]
+
+
 def sizes(raw: list) -> list[int]:
     return sorted({r["n"] for r in raw if r["suite"] == SUITE})
 
