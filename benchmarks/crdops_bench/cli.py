@@ -93,6 +93,8 @@ class Run:
         self.args, self.reps = args, args.reps
         self.cmdline = "python benchmarks/run.py " + " ".join(shlex.quote(a) for a in argv)
         self.load_start = os.getloadavg()
+        self.load_end: list = []  # at the last row saved: what --from-rows reports, not the load when it renders
+        self.free_m = ""  # `free -m` at the last row saved, for the same reason
         self.started = time.time()
         self.total = 0.0
         self.bench = self.runner = None
@@ -102,14 +104,15 @@ class Run:
         self.rows_file: Path | None = None
         self.code = code_version()
 
-    SAVED = ("cmdline", "load_start", "started", "total", "raw", "svm_info", "flow_schema", "migrator_user", "seed_rates",
-             "code")
+    SAVED = ("cmdline", "load_start", "load_end", "free_m", "started", "total", "raw", "svm_info", "flow_schema",
+             "migrator_user", "seed_rates", "code")
 
     def save(self) -> None:
         """rows.json in the workdir after every row: an interrupted run can still be reported (--from-rows)."""
         if self.bench is not None:
             self.seed_rates, self.migrator_user = self.bench.seed_rates, self.bench.migrator.user
         self.total = time.time() - self.started
+        self.load_end, self.free_m = list(os.getloadavg()), free_m()
         if self.rows_file:
             args = dict(vars(self.args), skip=sorted(self.args.skip))
             self.rows_file.write_text(json.dumps(dict({k: getattr(self, k) for k in self.SAVED}, args=args), default=str))
@@ -122,6 +125,10 @@ class Run:
         kept = {k: getattr(self.args, k) for k in ("out", "no_write", "from_rows")}
         vars(self.args).update(saved["args"], skip=set(saved["args"]["skip"]), **kept)
         self.reps = self.args.reps
+
+
+def free_m() -> str:
+    return subprocess.run(["free", "-m"], capture_output=True, text=True, check=False).stdout.rstrip()
 
 
 def code_version() -> str:

@@ -41,14 +41,15 @@ CONTENDERS = [
 ]
 
 
-def machine() -> str:
+def machine(free: str = "") -> str:
+    """The CPU, kernel and Python of this machine, and ``free`` (`free -m` as the run saved it; now, without)."""
     cpu, cores = "?", 0
     with open("/proc/cpuinfo") as fh:
         for line in fh:
             if line.startswith("model name") and cpu == "?":
                 cpu = line.split(":", 1)[1].strip()
             cores += line.startswith("processor")
-    free = subprocess.run(["free", "-m"], capture_output=True, text=True, check=False).stdout.rstrip()
+    free = free or subprocess.run(["free", "-m"], capture_output=True, text=True, check=False).stdout.rstrip()
     return (f"{cpu}, {cores} logical CPUs; {platform.system()} {platform.release()}; Python {platform.python_version()}"
             f"\n\n```\n$ free -m\n{free}\n```")
 
@@ -59,8 +60,8 @@ def load_text(load) -> str:
 
 def setup_text(run) -> str:
     seed = statistics.median(run.seed_rates) if run.seed_rates else float("nan")
-    return f"""- **Machine:** {machine()}
-- **Load average** (1/5/15 min) at start {load_text(run.load_start)}, at end {load_text(os.getloadavg())}: anything else
+    return f"""- **Machine:** {machine(run.free_m)}
+- **Load average** (1/5/15 min) at start {load_text(run.load_start)}, at end {load_text(run.load_end or os.getloadavg())}: anything else
   on the cores competes with the apiserver, etcd and the clients.
 - **Control plane:** one local kube-apiserver 1.37.2 + etcd 3.6.16 (`--unsafe-no-fsync`), built by
   `tests/controlplane/build.sh --with-kcm --with-kubectl`; default API Priority and Fairness configuration.
