@@ -38,7 +38,7 @@ from .probe_baseline import (
     BASELINE_NONE, BASELINE_NOISY, BASELINE_OK, HELD_PERCENTILE, MIN_IDLE_SAMPLES, MIN_TAIL_SAMPLES,
     NOISE_CAP, TAIL_PERCENTILE, Baseline, client_multiple, client_own_ms, latencies_dict, percentile)
 
-DEFAULT_BUDGET = 2.0  # the probe's p90 (and p99) while we write, as a multiple of its idle reference
+DEFAULT_BUDGET = 2.0  # the probe's p90 (and p99) while we write, as a typical client's multiple of idle
 DEFAULT_INTERVAL_S = 0.05  # 20 GETs a second: a busy controller's reads, light beside a pass's writes
 # idle is sampled as the writes are, every ``interval``: requests 5 ms apart meet warmer caches and no wake-up, and
 # a second of them misses the apiserver's rarer slow answers (a benchmark pass measured an idle p99 of 2.5 ms that
@@ -297,7 +297,7 @@ def _ms(seconds: float) -> float:
 
 
 def describe(summary: Optional[Dict[str, Any]]) -> str:
-    """The probe part of a result line, e.g. ``other clients' GET p90 9.8 -> 17.1 ms (x1.63 to a client
+    """The probe part of a result line, e.g. ``other clients' GET p90 9.8 -> 17.1 ms (x1.62 to a client
     spending 2.0 ms of its own, budget x2.0 held)``.
     A summary from before the p90 (no ``percentile``) is told in its p99."""
     if not summary or not summary.get("idle"):
