@@ -67,7 +67,7 @@ def sentence(rows: list) -> str:
         return ""
     parts = "; ".join(f"{g.when} {g.stat} {g.median:+.1f} ms ({g.lo:+.1f} to {g.hi:+.1f})" for g in found)
     own = client_own_ms(rows)
-    added = f"the engine adds {own:.1f} ms to both sides of its multiples" if own == own else (
+    added = f"the engine adds {own:.1f} ms to both sides of its multiples" if not math.isnan(own) else (
         "this engine added nothing to its multiples")
     return (f"Observers' GET minus our probe's, same pass (median and range over {found[0].pairs} pass × observer "
             f"pairs): {parts}; {added} (`client_own_ms`).")
