@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import REPO, observers
 from .ratios import Ratios
+from .page import free_m
 from .probe import INTERVAL
 from .report import replace_block, rows_json
 from .suites import GENTLE, THROUGHPUT
@@ -125,10 +126,6 @@ class Run:
         kept = {k: getattr(self.args, k) for k in ("out", "no_write", "from_rows")}
         vars(self.args).update(saved["args"], skip=set(saved["args"]["skip"]), **kept)
         self.reps = self.args.reps
-
-
-def free_m() -> str:
-    return subprocess.run(["free", "-m"], capture_output=True, text=True, check=False).stdout.rstrip()
 
 
 def code_version() -> str:

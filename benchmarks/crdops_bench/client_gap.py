@@ -28,11 +28,6 @@ class Gap:
     pairs: int
 
 
-def _probe_ms(mine: dict, when: str, stat: str) -> float:
-    value = (mine.get(when) or {}).get(f"{stat}_ms")
-    return float(value) if isinstance(value, (int, float)) else NAN
-
-
 def gaps(rows: list) -> list[Gap]:
     """Observer minus probe, in ms, for each of WINDOWS over every row of ours that has both."""
     out = []
@@ -43,7 +38,7 @@ def gaps(rows: list) -> list[Gap]:
             if not mine:
                 continue
             for o in OBSERVERS:
-                diff = observers.get_stat(r, o, when, stat) - _probe_ms(mine, when, stat)
+                diff = observers.get_stat(r, o, when, stat) - own_probe.latency_ms(mine, when, stat)
                 if not math.isnan(diff):
                     values.append(diff)
         s = summarize(values)
@@ -53,11 +48,8 @@ def gaps(rows: list) -> list[Gap]:
 
 def client_own_ms(rows: list) -> float:
     """What the engine added (``client_own_ms``), NaN for an engine from before it."""
-    for r in rows:
-        value = own_probe.summary(r).get("client_own_ms")
-        if isinstance(value, (int, float)):
-            return float(value)
-    return NAN
+    return next((own for own in (own_probe.client_own_ms(own_probe.summary(r)) for r in rows) if not math.isnan(own)),
+                NAN)
 
 
 def sentence(rows: list) -> str:

@@ -41,9 +41,19 @@ def multiple(probe: dict) -> float:
     value = _number(probe.get("multiple"))
     if not math.isnan(value):
         return value
-    key = f"p{percentile(probe):g}_ms"
-    during, idle = (_number((probe.get(k) or {}).get(key)) for k in ("during", "idle"))
+    pct = f"p{percentile(probe):g}"
+    during, idle = (latency_ms(probe, when, pct) for when in ("during", "idle"))
     return during / idle if idle and not math.isnan(idle) else NAN
+
+
+def latency_ms(probe: dict, when: str, stat: str) -> float:
+    """Its ``idle`` or ``during`` latency at ``stat`` ("p99"), in ms; NaN where the engine did not send it."""
+    return _number((probe.get(when) or {}).get(f"{stat}_ms"))
+
+
+def client_own_ms(probe: dict) -> float:
+    """The client's own time the engine added to both sides of its multiples; NaN for an engine from before it."""
+    return _number(probe.get("client_own_ms"))
 
 
 def tail_multiple(probe: dict) -> float:

@@ -49,9 +49,14 @@ def machine(free: str = "") -> str:
             if line.startswith("model name") and cpu == "?":
                 cpu = line.split(":", 1)[1].strip()
             cores += line.startswith("processor")
-    free = free or subprocess.run(["free", "-m"], capture_output=True, text=True, check=False).stdout.rstrip()
+    free = free or free_m()
     return (f"{cpu}, {cores} logical CPUs; {platform.system()} {platform.release()}; Python {platform.python_version()}"
             f"\n\n```\n$ free -m\n{free}\n```")
+
+
+def free_m() -> str:
+    """`free -m` now."""
+    return subprocess.run(["free", "-m"], capture_output=True, text=True, check=False).stdout.rstrip()
 
 
 def load_text(load) -> str:
