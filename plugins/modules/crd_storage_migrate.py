@@ -132,7 +132,7 @@ options:
       - With that p99, a pass that carries no pace from an earlier one (C(started_from) in RV(crds[].pace)) starts with one
         write in flight half of the time, and the p99 measured there grows it - the p99 can act only after 10 s, and one
         write in flight all the time can alone cost a small control plane more than the budget.
-      - The multiples are those of a typical client, which spends about 1 ms of each answer in its own code (its HTTP
+      - The multiples are those of a typical client, which spends about 2 ms of each answer in its own code (its HTTP
         library, decoding) that our writes do not lengthen - C(client_own_ms) is added to both the latency and its
         idle reference. The probe is a lean client, so the same delay was a larger multiple of its own faster idle
         than outside observers measured of theirs (docs/performance.md).

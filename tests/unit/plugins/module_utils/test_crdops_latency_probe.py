@@ -546,24 +546,24 @@ def test_where_the_tail_can_be_measured_a_fresh_pass_starts_at_half_the_time_and
 
 
 def test_a_multiple_is_a_typical_clients_whose_own_time_a_pass_does_not_lengthen(monkeypatch):
-    """The probe answers in 2 ms at idle and 4.5 ms while we write: x2.25 of its own idle, but a client that spends
-    1 ms of its own on each answer goes from 3 ms to 5.5 ms, x1.83: within a budget of 2, so nothing is cut."""
+    """The probe answers in 2 ms at idle and 5 ms while we write: x2.5 of its own idle, but a client that spends
+    2 ms of its own on each answer goes from 4 ms to 7 ms, x1.75: within a budget of 2, so nothing is cut."""
     monkeypatch.setattr(probe_baseline, "CLIENT_OWN_S", SHIPPED_CLIENT_OWN_S)
-    assert SHIPPED_CLIENT_OWN_S == pytest.approx(0.001)
+    assert SHIPPED_CLIENT_OWN_S == pytest.approx(0.002)
     clock = FakeClock()
     probe = probe_on(clock)
     idle(probe, clock, 0.002, n=MIN_TAIL_SAMPLES)
     lim = limiter_with(probe, clock)
     begin(probe)
     assert probe.multiple() is None
-    feed(lim, clock, 0.004, windows=40, probe=probe, probe_latency=0.0045)
-    assert probe.multiple() == pytest.approx(5.5 / 3) and probe.tail_multiple() == pytest.approx(5.5 / 3)
+    feed(lim, clock, 0.004, windows=40, probe=probe, probe_latency=0.005)
+    assert probe.multiple() == pytest.approx(1.75) and probe.tail_multiple() == pytest.approx(1.75)
     assert lim.probe_cuts == 0 and lim.tail_cuts == 0
     summary = probe.summary()
-    assert summary["client_own_ms"] == 1.0 and summary["reference_ms"] == 2.0
-    assert summary["multiple"] == 1.83 and summary["held"] is True and summary["tail_held"] is True
-    assert describe(summary) == ("other clients' GET p90 2.0 -> 4.5 ms (x1.83 to a client spending 1.0 ms of its own, "
-                                 "budget x2.0 held), p99 2.0 -> 4.5 ms (x1.83 held)")
-    # the same pass held in the probe's own multiples: x2.25, over the budget, cut
+    assert summary["client_own_ms"] == 2.0 and summary["reference_ms"] == 2.0
+    assert summary["multiple"] == 1.75 and summary["held"] is True and summary["tail_held"] is True
+    assert describe(summary) == ("other clients' GET p90 2.0 -> 5.0 ms (x1.75 to a client spending 2.0 ms of its own, "
+                                 "budget x2.0 held), p99 2.0 -> 5.0 ms (x1.75 held)")
+    # the same pass held in the probe's own multiples: x2.5, over the budget, cut
     monkeypatch.setattr(probe_baseline, "CLIENT_OWN_S", 0.0)
-    assert probe.multiple() == pytest.approx(2.25)
+    assert probe.multiple() == pytest.approx(2.5)
