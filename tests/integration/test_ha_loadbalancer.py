@@ -41,6 +41,7 @@ OBJECTS = 24             # per round: enough for several connections through B, 
 MODULE_ROUNDS_WITH = 2   # with every apiserver named (one round of each kind)
 MODULE_ROUNDS_WITHOUT = 4  # without; unfixed code went wrong in 3 of 6 such rounds (docs/testing.md)
 ROLE_ROUNDS = 1          # per variant; a playbook run costs ~30-60 s on 2 shared cores
+NAMED_DRAIN_S = 1        # the drain of a module run that names every apiserver: its barrier waits for B itself
 # option names of the barrier (module / role); kept in one place in case they are renamed
 MODULE_ENDPOINTS, ROLE_ENDPOINTS = "apiserver_endpoints", "crd_upgrade_apiserver_endpoints"
 
@@ -170,7 +171,8 @@ def modules_round(pair, index: int, endpoints: bool) -> Outcome:
         a.apply_crd(r.release_n())  # the flip, through A: A serves v2 as storage at once, B learns it late
         args = dict(auth_args(pair, pair.lb_context), names=[r.crd_name], barrier_settle=0, barrier_timeout=30)
         if endpoints:
-            args[MODULE_ENDPOINTS] = [kas.url for kas in pair.apiservers]
+            # without the list the default drain stays: with barrier_settle 0 it is the only wait for B
+            args.update({MODULE_ENDPOINTS: [kas.url for kas in pair.apiservers], "drain_window": NAMED_DRAIN_S})
         migrate = run_module("crd_storage_migrate", args)
         crd_entry = (migrate.get("crds") or [{}])[0]
         out.migrate = dict(failed=migrate.get("failed", False), msg=migrate.get("msg", ""),

@@ -31,6 +31,7 @@ START_AT = 600         # signal once this many objects are at the new version (a
 STOP_WITHIN = 10.0
 QUIET_FOR = 4.0        # the count must then stay unchanged this long
 RERUN_QPS = 600
+DRAIN_S = 1            # the CRD was just created: the default drain would hold the first run's writes 75 s
 
 
 def _new_count(cluster, s: Seeded) -> int:
@@ -44,7 +45,8 @@ def _playbook(tmp_path: Path, cluster, s: Seeded, name: str = "stop", **extra) -
     play = [{"hosts": "all", "gather_facts": False, "tasks": [{
         "name": "re-store", "crdops.migration.crd_storage_migrate": {
             "kubeconfig": str(cluster.kubeconfig), "context": cluster.contexts()[0], "names": [s.crd_name],
-            "page_size": 100, "workers": 4, "max_qps": MAX_QPS, "progress_interval": 1, **extra}}]}]
+            "page_size": 100, "workers": 4, "max_qps": MAX_QPS, "progress_interval": 1, "drain_window": DRAIN_S,
+            **extra}}]}]
     path = tmp_path / f"{name}-playbook.yml"
     path.write_text(yaml.safe_dump(play))
     return path
