@@ -13,8 +13,8 @@ import statistics
 from dataclasses import dataclass
 
 from . import observers
+from .calibration import Spread
 from .observers import OBSERVERS
-from .stats import summarize
 
 FAR = 2.0  # a ratio beyond x2.0 either way (or under x0.5): as far as the default budget allows a pass to go
 REPS = 3  # the calibration's repetitions: a contender's cell is the median of this many multiples
@@ -22,10 +22,7 @@ REPS = 3  # the calibration's repetitions: a contender's cell is the median of t
 
 @dataclass(frozen=True)
 class Drift:
-    median: float
-    lo: float
-    hi: float
-    pairs: int
+    ratios: Spread  # over every pair of adjacent idle windows and observer
     far: int  # pairs beyond FAR either way
     medians_lo: float  # the 5th and 95th percentiles of the median of REPS ratios (every choice of REPS pairs)
     medians_hi: float
@@ -54,18 +51,18 @@ def medians_range(values: list) -> tuple[float, float]:
 
 def drift(rows: list) -> Drift:
     values = ratios(rows)
-    s = summarize(values)
     far = sum(1 for v in values if v > FAR or v < 1.0 / FAR)
-    return Drift(s["median"], s["min"], s["max"], s["n"], far, *medians_range(values))
+    return Drift(Spread.of(values), far, *medians_range(values))
 
 
 def sentence(rows: list) -> str:
     """One sentence for the first screen; empty with fewer than two rows."""
     d = drift(rows)
-    if not d.pairs:
+    r = d.ratios
+    if not r.n:
         return ""
     return (f"Idle against idle, nothing writing in either (each observer's idle GET p99 over the idle window before "
-            f"it, {d.pairs} pairs): median ×{d.median:.2f}, ×{d.lo:.2f} to ×{d.hi:.2f}; {d.far} of {d.pairs} beyond "
+            f"it, {r.n} pairs): median ×{r.median:.2f}, ×{r.lo:.2f} to ×{r.hi:.2f}; {d.far} of {r.n} beyond "
             f"×{FAR:g} or under ×{1 / FAR:g}; the median of {REPS} of them between ×{d.medians_lo:.2f} and "
             f"×{d.medians_hi:.2f} (5th to 95th percentile). That is how far one window's multiple, and a cell's median "
             f"of {REPS}, move on this machine with no work of anyone's in it.")
