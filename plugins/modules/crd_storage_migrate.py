@@ -129,6 +129,11 @@ options:
         p99 is measured again (10 s). Other clients feel the tail - holding the p90 alone let their p99 run past the
         budget (docs/performance.md). Below 200 samples a p99 is one or two slow answers, so only the p90 is held
         and decides the growths.
+      - Once the p99 was measured at the lowest pace (at most one write in flight half of the time), its excess over
+        that step, rather than over idle, is what is scaled to the next pace. Where the step itself is over the
+        budget - in calibrations on two cores other clients' GET p99 rose with the first writes, and hardly with the
+        pace from there (docs/performance.md) - no pace holds the budget, and the p99 is then held within 1.25 times the step, and RV(crds[].pace)
+        says so (C(tail_step), C(tail_budget)) beside C(tail_held) false.
       - With that p99, a pass that carries no pace from an earlier one (C(started_from) in RV(crds[].pace)) starts with one
         write in flight half of the time, and the p99 measured there grows it - the p99 can act only after 10 s, and one
         write in flight all the time can alone cost a small control plane more than the budget.
@@ -637,10 +642,13 @@ crds:
           C(baseline_ms) (the idle write latency learned), C(latency_ms) (median of the last window),
           C(backoffs) (cuts of the limit, latency or throttling), C(throttle_backoffs) (of which for 429/503),
           C(windows), C(probes) (windows run at one write in flight), C(peak_in_flight) and C(started_from)
-          (C(limit) and C(baseline_ms) this pass started from, learned by the previous pass of the same run with
+          (C(limit), C(baseline_ms) and C(tail_step) this pass started from, learned by the previous pass of the same run with
           O(pace=gentle); null for the first pass).
         - With a probe (see O(latency_budget)), C(probe_cuts) (cuts it asked for), C(tail_cuts) (of those, the ones its
-          p99 asked for), C(tail_refusals) (growths the p99, scaled to the next pace, did not allow) and C(probe), what
+          p99 asked for), C(tail_refusals) (growths the p99, scaled to the next pace, did not allow), C(tail_step) (the
+          p99 multiple measured at the lowest pace, at most one write in flight half of the time, what writing at all
+          costs other clients; null until measured), C(tail_budget) (the multiple the p99 is held within, the budget
+          or 1.25 times a step that is over it) and C(probe), what
           other clients
           saw - C(target) (the Lease it read), C(budget), C(percentile) (the one the budget holds, 90),
           C(baseline) (V(ok); V(noisy), an idle p90 over 3 times its p50, held at 3 times the p50; V(short), fewer than

@@ -22,7 +22,9 @@ since the pace last changed for it) is held to the same budget once it can be es
 holds the limit until the tail, measured afresh, is within the budget, since a growth two seconds later would bring
 back what it cut before the tail could see it. Where the tail can be estimated it also decides every growth: one is
 taken only when the tail at this pace, its excess over idle scaled to the next pace's writes in flight, stays within
-the budget, and the next waits until the tail is measured at the new pace. A p99 holds over a whole pass only if
+the budget, and the next waits until the tail is measured at the new pace. Once the tail was measured at the lowest
+pace, the excess is scaled from there instead of from idle, and where that tail (the step: the p99 any writing at
+all costs other clients) is itself over the budget, it is held within a quarter of the step (tail_step.py). A p99 holds over a whole pass only if
 the pace spends well under 1 % of it above the budget, so a growth must be right before it is tried (on two cores,
 passes that tried a second write in flight took other clients' p99 to x4, and the cuts that followed left them at
 a third of the in-tree migrator's speed). Whichever signal asks for the deeper cut wins. Only the probe cuts below
@@ -56,6 +58,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 from .latency_probe import LatencyProbe
 from .latency_probe import describe as probe_describe
 from .probe_baseline import MIN_IDLE_SAMPLES, Baseline
+from .tail_step import TailStep
 
 GENTLE = "gentle"
 MAX = "max"
@@ -66,12 +69,17 @@ Clock = Callable[[], float]
 
 @dataclass(frozen=True)
 class Learned:
-    """What a pass's limiter learned: the limit it ended at and the idle baseline (seconds), for the next pass."""
+    """What a pass's limiter learned: the limit it ended at, the idle baseline (seconds) and the tail's step (the
+    p99 multiple its lowest pace cost other clients, tail_step.py) if it measured one, for the next pass."""
     limit: float
     baseline: float
+    tail_step: Optional[float] = None
 
-    def to_dict(self) -> Dict[str, float]:
-        return {"limit": self.limit, "baseline_ms": round(self.baseline * 1000.0, 3)}
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"limit": self.limit, "baseline_ms": round(self.baseline * 1000.0, 3)}
+        if self.tail_step is not None:
+            out["tail_step"] = round(self.tail_step, 3)
+        return out
 
     @classmethod
     def from_dict(cls, raw: Any) -> Optional[Learned]:
@@ -80,9 +88,12 @@ class Learned:
             return None
         try:
             limit, baseline = float(raw["limit"]), float(raw["baseline_ms"]) / 1000.0
+            step = float(raw["tail_step"]) if raw.get("tail_step") is not None else None
         except (KeyError, TypeError, ValueError):
             return None
-        return cls(limit, baseline) if limit > 0.0 and baseline > 0.0 else None
+        if step is not None and step <= 0.0:
+            step = None
+        return cls(limit, baseline, step) if limit > 0.0 and baseline > 0.0 else None
 
 
 @dataclass(frozen=True)
@@ -117,6 +128,7 @@ class GradientLimiter:
         # then does not grow until the tail is measured again
         self._tail_seen: Optional[float] = None
         self.tail_refusals = 0  # growths the tail, scaled to the next pace, did not allow
+        self._step = TailStep(start.tail_step if adaptive and start is not None else None)
         self.adaptive = adaptive
         self.settings = settings
         self.clock = clock
@@ -166,7 +178,7 @@ class GradientLimiter:
         """The limit and baseline for the next pass; None before the first window (nothing was learned)."""
         if not self.adaptive or self.baseline is None:
             return None
-        return Learned(self.limit, self.baseline)
+        return Learned(self.limit, self.baseline, self._step.multiple)
 
     @property
     def duty(self) -> float:
@@ -262,22 +274,22 @@ class GradientLimiter:
         and a half from the lowest duty back to one write in flight."""
         if self.limit >= 1.0 or self._tail_seen is None or self.probe is None:
             return grown
-        excess = self._tail_seen - 1.0
-        allowed = self.limit * (self.probe.budget - 1.0) / excess if excess > 0.0 else float("inf")
+        allowed = self._step.in_flight_allowed(self._tail_seen, self.limit, self.probe.budget)
         return max(grown, min(1.0, 2.0 * self.limit, allowed))
 
     def _tail_gates_growth(self) -> bool:
         return self.probe is not None and self.probe.tail_measurable()
 
     def _tail_allows(self, grown: float) -> bool:
-        """Whether the tail last measured, its excess over idle scaled from the writes in flight now to those at
-        ``grown``, is within the budget. Each write in flight queues other clients' requests about as much as the
-        one before it, so the excess grows with them; a p99 already at x1.8 with one write in flight would be
-        about x2.6 with two, which the tail would only show ten seconds of samples later."""
+        """Whether the tail last measured, its excess over idle (over the step, once one was measured: tail_step.py)
+        scaled from the writes in flight now to those at ``grown``, is within the tail's budget. Each write in
+        flight queues other clients' requests about as much as the one before it, so the excess grows with them; a
+        p99 already at x1.8 with one write in flight would be about x2.6 with two, which the tail would only show
+        ten seconds of samples later."""
         if self._tail_seen is None or self.probe is None:  # not measured at this pace yet
             return False
-        scaled = 1.0 + (self._tail_seen - 1.0) * _in_flight(grown) / _in_flight(self.limit)
-        return scaled <= self.probe.budget
+        scaled = self._step.scaled(self._tail_seen, _in_flight(self.limit), _in_flight(grown))
+        return scaled <= self._step.budget(self.probe.budget)
 
     def _restart_tail(self) -> None:
         self._tail_seen = None
@@ -285,17 +297,24 @@ class GradientLimiter:
             self.probe.restart_tail()
 
     def _probe_over_budget(self) -> Tuple[Optional[float], bool]:
-        """(budget / the larger multiple, whether the tail's is the larger) when the probe's p90 window or its tail
-        is over the budget, else (None, False)."""
+        """(the factor to cut the limit by, whether the tail asked for it) when the probe's p90 window is over the
+        budget (budget / p90) or its tail over the tail's budget (tail_step.py), the deeper cut of the two; else
+        (None, False)."""
         if self.probe is None:
             return None, False
+        budget = self.probe.budget
         p90, tail = self.probe.multiple(), self.probe.tail_multiple()
+        cuts: List[Tuple[float, bool]] = []
+        if p90 is not None and p90 > budget:
+            cuts.append((budget / p90, False))
         if tail is not None:
             self._tail_seen = tail  # measured afresh: over or within, it speaks for itself now
-        worst = max((m for m in (p90, tail) if m is not None), default=None)
-        if worst is None or worst <= self.probe.budget:
+            self._step.read(_in_flight(self.limit), tail)
+            if self._step.over_budget(tail, budget):
+                cuts.append((self._step.cut_factor(tail, budget), True))
+        if not cuts:
             return None, False
-        return self.probe.budget / worst, tail is not None and worst == tail
+        return min(cuts, key=lambda cut: cut[0])
 
     def _probe_cut(self, by_tail: bool) -> None:
         """A cut the probe asked for. One its tail asked for starts the tail again, at the new pace, and holds the
@@ -332,6 +351,8 @@ class GradientLimiter:
                 "throttle_backoffs": self.throttle_backoffs, "windows": self.windows,
                 "congested_windows": self.congested, "probes": self.probes, "probe_cuts": self.probe_cuts,
                 "tail_cuts": self.tail_cuts, "tail_refusals": self.tail_refusals,
+                "tail_step": _rounded(self._step.multiple),
+                "tail_budget": _rounded(self._step.budget(self.probe.budget)) if self.probe is not None else None,
                 "started_from": self.started_from.to_dict() if self.started_from else None}
 
 
@@ -343,6 +364,10 @@ def _in_flight(limit: float) -> float:
 def _limit(value: float) -> float:
     """Writes in flight as a result says it: whole above one, the fraction of the time below."""
     return int(value) if value >= 1.0 else round(value, 2)
+
+
+def _rounded(multiple: Optional[float]) -> Optional[float]:
+    return None if multiple is None else round(multiple, 2)
 
 
 def _ms(seconds: Optional[float]) -> Optional[float]:
@@ -471,4 +496,15 @@ def describe(snap: Optional[Dict[str, Any]]) -> str:
     if snap.get("backoffs"):
         text += ", %d backoffs" % int(snap["backoffs"])
     probe = probe_describe(snap.get("probe"))
-    return text + ("; " + probe if probe else "")
+    return text + ("; " + probe if probe else "") + _describe_step(snap)
+
+
+def _describe_step(snap: Dict[str, Any]) -> str:
+    """``; writing at all costs other clients' p99 x2.20 here, over the budget: held within x2.75`` where the
+    tail's step was over the budget (tail_step.py), else nothing."""
+    step, tail_budget = snap.get("tail_step"), snap.get("tail_budget")
+    budget = (snap.get("probe") or {}).get("budget")
+    if step is None or tail_budget is None or budget is None or tail_budget <= budget:
+        return ""
+    return "; writing at all costs other clients' p99 x%.2f here, over the budget: held within x%.2f" % (
+        step, tail_budget)
