@@ -11,7 +11,7 @@ import math
 import os
 from pathlib import Path
 
-from . import calibration, client_gap, idle_drift, observers, own_probe
+from . import calibration, client_gap, idle_drift, observers, own_probe, tail_floor
 from .calibration_checks import Check, checks, is_calibration, spread_text
 from .observers import OBSERVERS, SHORT
 from .stats import fmt, rows, verified
@@ -88,6 +88,8 @@ def first_screen(run, n: int, chart_ok: bool) -> str:
 {client_gap.sentence(calibration.suite_rows(run.raw, n))}
 
 {idle_drift.sentence(calibration.suite_rows(run.raw, n))}
+
+{tail_floor.sentence(calibration.suite_rows(run.raw, n))}
 
 {observers_line(run)} The full output of this run, one row per contender and repetition, is in the generated
 section below and in [performance-latest.json](performance-latest.json).
