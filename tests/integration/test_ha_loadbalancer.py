@@ -42,6 +42,10 @@ MODULE_ROUNDS_WITH = 2   # with every apiserver named (one round of each kind)
 MODULE_ROUNDS_WITHOUT = 4  # without; unfixed code went wrong in 3 of 6 such rounds (docs/testing.md)
 ROLE_ROUNDS = 1          # per variant; a playbook run costs ~30-60 s on 2 shared cores
 NAMED_DRAIN_S = 1        # the drain of a module run that names every apiserver: its barrier waits for B itself
+# Every request through B waits B's etcd lag (3-6 s) for the whole round, so pace gentle, at one write in flight part
+# of the time, took 100-240 s per round for 24 objects (writes of 6 s, the probe's GETs through B as slow). These
+# rounds test the barrier and what ends up in etcd, not the pace: they write at pace max.
+HA_PACE = "max"
 # option names of the barrier (module / role); kept in one place in case they are renamed
 MODULE_ENDPOINTS, ROLE_ENDPOINTS = "apiserver_endpoints", "crd_upgrade_apiserver_endpoints"
 
@@ -169,7 +173,8 @@ def modules_round(pair, index: int, endpoints: bool) -> Outcome:
     a, out = admin_kube(pair, 0), Outcome(r)
     try:
         a.apply_crd(r.release_n())  # the flip, through A: A serves v2 as storage at once, B learns it late
-        args = dict(auth_args(pair, pair.lb_context), names=[r.crd_name], barrier_settle=0, barrier_timeout=30)
+        args = dict(auth_args(pair, pair.lb_context), names=[r.crd_name], barrier_settle=0, barrier_timeout=30,
+                    pace=HA_PACE)
         if endpoints:
             # without the list the default drain stays: with barrier_settle 0 it is the only wait for B
             args.update({MODULE_ENDPOINTS: [kas.url for kas in pair.apiservers], "drain_window": NAMED_DRAIN_S})
@@ -215,7 +220,7 @@ def role_round(pair, index: int, endpoints: bool, tmp_path: Path, lag: float = 3
             "crd_upgrade_release_manifests": [str(folder / "release-n" / "*.yaml")],
             "crd_upgrade_target_manifests": [str(folder / "release-next" / "*.yaml")],
             "crd_upgrade_crd_names": [r.crd_name], "crd_upgrade_settle_seconds": 0, "crd_upgrade_drain_window": 1, "crd_upgrade_writers_window": 0,
-            "crd_upgrade_barrier_timeout": 30, **host_vars}
+            "crd_upgrade_barrier_timeout": 30, "crd_upgrade_pace": HA_PACE, **host_vars}
     if endpoints:
         host[ROLE_ENDPOINTS] = [kas.url for kas in pair.apiservers]
     (folder / "inventory.yml").write_text(yaml.safe_dump({"all": {"children": {"clusters": {"hosts": {"lb": host}}}}}))
