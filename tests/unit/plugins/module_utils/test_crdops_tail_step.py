@@ -7,34 +7,22 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore import probe_baseline
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.latency_probe import LatencyProbe
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.pace import (
     Learned, PaceSettings, pace_gate)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.probe_baseline import MIN_TAIL_SAMPLES
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.tail_step import (
     STEP_MARGIN, STEP_PACE, TailStep)
+from tests.unit.crdops_fakes import Clock
+# multiples in the probe's own terms (latency over reference), as the limiter's other tests state them
+from tests.unit.plugins.module_utils.test_crdops_latency_probe import lean_client  # noqa: F401 - an autouse fixture
 
 IDLE_S = 0.010
 
 
-@pytest.fixture(autouse=True)
-def lean_client(monkeypatch):
-    """Multiples in the probe's own terms (latency over reference), as the limiter's other tests state them."""
-    monkeypatch.setattr(probe_baseline, "CLIENT_OWN_S", 0.0)
-
-
-class FakeClock(object):
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
 def fresh_pass(start=None):
     """A gate whose probe has an idle p99 (10 ms answers), after its first write: a fresh pass is at half the time."""
-    clock = FakeClock()
+    clock = Clock(t=1000.0)
     probe = LatencyProbe(lambda: None, 2.0, clock=clock)
     for _sample in range(MIN_TAIL_SAMPLES):
         clock.t += 0.05
