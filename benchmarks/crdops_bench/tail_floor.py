@@ -40,8 +40,9 @@ def sentence(rows: list) -> str:
     """One sentence for the first screen; empty without rows."""
     if not rows:
         return ""
+    points = {p.contender: p for p in calibration.points(rows, rows[0]["n"])}
     by = {c: [r for r in rows if r["contender"] == c] for c in calibration.contenders(rows)}
-    cells = "; ".join(_cell(_label(rows, c), rs) for c, rs in by.items() if rs)
+    cells = "; ".join(_cell(_label(points.get(c)), rs) for c, rs in by.items() if rs)
     idle = idle_ms(rows)
     text = (f"The observers' GET p99 during the passes, in ms (median and range over repetitions and both observers): "
             f"{cells}; idle {idle.median:.1f} ms ({idle.lo:.1f}–{idle.hi:.1f}).")
@@ -51,8 +52,7 @@ def sentence(rows: list) -> str:
     return text
 
 
-def _label(rows: list, contender: str) -> str:
-    point = calibration.point(rows, contender, rows[0]["n"])
+def _label(point) -> str:
     if point is None or not point.ours:
         return "in-tree migrator"
     return f"ours, budget {point.label}"

@@ -24,8 +24,8 @@ back what it cut before the tail could see it. Where the tail can be estimated i
 taken only when the tail at this pace, its excess over idle scaled to the next pace's writes in flight, stays within
 the budget, and the next waits until the tail is measured at the new pace. Once the tail was measured at the lowest
 pace, the excess is scaled from there instead of from idle, and where that tail (the step: the p99 any writing at
-all costs other clients) is itself over the budget, it is held within a quarter of the step (tail_step.py). A p99 holds over a whole pass only if
-the pace spends well under 1 % of it above the budget, so a growth must be right before it is tried (on two cores,
+all costs other clients) is itself over the budget, it is held within a quarter of the step (tail_step.py). A p99
+holds over a whole pass only if the pace spends well under 1 % of it above the budget, so a growth must be right before it is tried (on two cores,
 passes that tried a second write in flight took other clients' p99 to x4, and the cuts that followed left them at
 a third of the in-tree migrator's speed). Whichever signal asks for the deeper cut wins. Only the probe cuts below
 one write in flight: a limit of 0.4 keeps one write in flight 40 % of the time (after a write that took L seconds
@@ -91,9 +91,7 @@ class Learned:
             step = float(raw["tail_step"]) if raw.get("tail_step") is not None else None
         except (KeyError, TypeError, ValueError):
             return None
-        if step is not None and step <= 0.0:
-            step = None
-        return cls(limit, baseline, step) if limit > 0.0 and baseline > 0.0 else None
+        return cls(limit, baseline, step if step and step > 0.0 else None) if limit > 0.0 and baseline > 0.0 else None
 
 
 @dataclass(frozen=True)

@@ -37,13 +37,6 @@ def in_flight(lim):
     return float(int(lim.limit)) if lim.limit >= 1.0 else lim.limit
 
 
-def trace(lim, clock, seconds, probe, tail_at):
-    """``write`` in 10 s steps, printing the pace (pytest -s)."""
-    for _step in range(int(seconds / 10)):
-        write(lim, clock, 10.0, probe, tail_at)
-        print(round(clock.t - 1000.0), lim.snapshot())
-
-
 def write(lim, clock, seconds, probe, tail_at):
     """Writes of 2 ms, 10 ms apart, for ``seconds``; the probe answers at idle but one in fifty at ``tail_at(writes in
     flight)`` times idle: a p90 at idle and a p99 that is whatever the pace makes it."""
@@ -67,7 +60,7 @@ def test_a_step_over_the_budget_is_not_cut_for_in_vain_and_the_pace_grows_while_
     def tail_at(writes):  # the step, then a tenth more for each write in flight beyond one
         return 2.2 + 0.1 * max(0.0, writes - 1.0)
 
-    trace(lim, clock, 120.0, probe, tail_at)
+    write(lim, clock, 120.0, probe, tail_at)
     # one more write in flight each time the tail is measured while its excess over the step, scaled to the next
     # pace, stays within 2.2 x 1.25 = 2.75: x2.6 at five scales to 2.68 at six, taken; x2.7 at six to 2.78: refused
     assert lim.limit == 6.0 and lim.tail_refusals > 0
