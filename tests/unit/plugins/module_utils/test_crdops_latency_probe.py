@@ -24,11 +24,8 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.p
 SHIPPED_CLIENT_OWN_S = probe_baseline.CLIENT_OWN_S
 
 
-@pytest.fixture(autouse=True)
-def lean_client(monkeypatch):
-    """The limiter's mechanics are stated in the probe's own multiples (latency over reference); a typical client's
-    own time on each answer is tested on its own (test_a_multiple_is_a_typical_clients_...)."""
-    monkeypatch.setattr(probe_baseline, "CLIENT_OWN_S", 0.0)
+# the limiter is stated in the probe's own multiples (conftest.lean_client)
+pytestmark = pytest.mark.usefixtures("lean_client")
 
 
 class FakeClock(object):

@@ -14,8 +14,9 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.p
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.tail_step import (
     STEP_MARGIN, STEP_PACE, TailStep)
 from tests.unit.crdops_fakes import Clock
+
 # multiples in the probe's own terms (latency over reference), as the limiter's other tests state them
-from tests.unit.plugins.module_utils.test_crdops_latency_probe import lean_client  # noqa: F401 - an autouse fixture
+pytestmark = pytest.mark.usefixtures("lean_client")
 
 IDLE_S = 0.010
 
