@@ -646,10 +646,9 @@ crds:
           O(pace=gentle); null for the first pass).
         - With a probe (see O(latency_budget)), C(probe_cuts) (cuts it asked for), C(tail_cuts) (of those, the ones its
           p99 asked for), C(tail_refusals) (growths the p99, scaled to the next pace, did not allow), C(tail_step) (the
-          p99 multiple measured at the lowest pace, at most one write in flight half of the time, what writing at all
-          costs other clients; null until measured), C(tail_budget) (the multiple the p99 is held within, the budget
-          or 1.25 times a step that is over it) and C(probe), what
-          other clients
+          median of the latest five p99 multiples measured at the lowest pace, at most one write in flight half of
+          the time, what writing at all costs other clients; null until measured), C(tail_budget) (the multiple the
+          p99 is held within, the budget or 1.25 times a step that is over it) and C(probe), what other clients
           saw - C(target) (the Lease it read), C(budget), C(percentile) (the one the budget holds, 90),
           C(baseline) (V(ok); V(noisy), an idle p90 over 3 times its p50, held at 3 times the p50; V(short), fewer than
           60 idle samples, no budget applied; or V(none)), C(baseline_carried) (from the run's previous pass),

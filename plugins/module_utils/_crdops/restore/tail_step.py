@@ -15,16 +15,17 @@ above the budget, refused every growth, and wrote at a third of the in-tree migr
 saw the same p99.
 
 So the tail measured at the lowest pace (at most STEP_PACE writes in flight, where a fresh pass starts) is the step,
-and the pace answers for the excess above it: a growth is scaled from the step, not from idle, and a cut brings the
-excess back in proportion. Where the step itself is over the budget, no pace can hold it there: the tail is held
-within STEP_MARGIN of the step instead, and the pass result says so (``tail_step``, ``tail_budget``). Until a tail
-was measured that low, nothing changes: the excess is scaled from idle.
+the median of its latest STEP_READINGS readings there, and the pace answers for the excess above it: a growth is
+scaled from the step, not from idle, and a cut brings the excess back in proportion. Where the step itself is over
+the budget, no pace can hold it there: the tail is held within STEP_MARGIN of the step instead, and the pass result
+says so (``tail_step``, ``tail_budget``). Until a tail was measured that low, nothing changes: the excess is scaled
+from idle.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+from statistics import median
+from typing import List, Optional
 
 # the pace a fresh pass starts at (PaceSettings.tail_start_duty): a tail measured at or below it is the step
 STEP_PACE = 0.5
@@ -32,17 +33,27 @@ STEP_PACE = 0.5
 # (their third largest) reads +-20 % at one pace, and the in-tree migrator's eight writes in flight measured the
 # observers' p99 at 1.2-1.3 times ours at the lowest duty (docs/performance.md)
 STEP_MARGIN = 1.25
+# the step is the median of this many latest readings at the lowest pace: the lowest one was a quiet 10 s as often
+# as not (a calibration's step read x1.22 where its pass then met x1.9-2.5, and the cuts scaled from it went to a
+# tenth of the time), and a pass cut back to the lowest pace reads it again there
+STEP_READINGS = 5
 
 
-@dataclass
 class TailStep:
-    """The lowest tail multiple read at STEP_PACE writes in flight or fewer; None until one was."""
-    multiple: Optional[float] = None
+    """The tail multiple at STEP_PACE writes in flight or fewer: the median of the latest readings there (a step
+    carried from an earlier pass counts as one); None until one was read."""
+
+    def __init__(self, carried: Optional[float] = None) -> None:
+        self._readings: List[float] = [carried] if carried is not None else []
+
+    @property
+    def multiple(self) -> Optional[float]:
+        return median(self._readings) if self._readings else None
 
     def read(self, in_flight: float, tail: float) -> None:
         """A tail measured at ``in_flight`` writes in flight (the fraction of the time below one)."""
-        if in_flight <= STEP_PACE and (self.multiple is None or tail < self.multiple):
-            self.multiple = tail
+        if in_flight <= STEP_PACE:
+            self._readings = (self._readings + [tail])[-STEP_READINGS:]
 
     def budget(self, budget: float) -> float:
         """The tail's budget: ``budget``, or within STEP_MARGIN of a step that is over it."""

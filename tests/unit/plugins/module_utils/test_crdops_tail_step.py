@@ -12,7 +12,7 @@ from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.p
     Learned, PaceSettings, pace_gate)
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.probe_baseline import MIN_TAIL_SAMPLES
 from ansible_collections.crdops.migration.plugins.module_utils._crdops.restore.tail_step import (
-    STEP_MARGIN, STEP_PACE, TailStep)
+    STEP_MARGIN, STEP_PACE, STEP_READINGS, TailStep)
 from tests.unit.crdops_fakes import Clock
 
 # multiples in the probe's own terms (latency over reference), as the limiter's other tests state them
@@ -93,10 +93,26 @@ def test_a_step_under_the_budget_changes_no_budget_and_before_one_is_measured_th
     step.read(1.0, 1.3)  # one write in flight is not the lowest pace: no step
     assert step.multiple is None
     step.read(STEP_PACE, 1.4)
-    step.read(0.3, 1.5)  # the lowest tail read that low is the step
+    step.read(0.3, 1.2)
+    step.read(0.3, 1.5)  # the median of the tails read that low is the step
     assert step.multiple == pytest.approx(1.4) and step.budget(2.0) == 2.0  # 1.4 x 1.25 = 1.75: the budget stands
     assert step.scaled(1.7, 1.0, 2.0) == pytest.approx(2.0)  # the excess over the step doubles, not over idle
     assert step.in_flight_allowed(1.4, 0.5, 2.0) == float("inf")
+
+
+def test_a_quiet_first_reading_does_not_set_the_step_the_readings_at_the_lowest_pace_after_it_do():
+    """A calibration's first 10 s at half the time read x1.22, its pass then met x1.9-2.5: the step is where the
+    lowest pace keeps reading it, the median of its latest readings there, and the oldest ones age out."""
+    step = TailStep()
+    for tail in (1.22, 2.1, 1.9, 2.3):
+        step.read(0.3, tail)
+    assert step.multiple == pytest.approx(2.0)  # the median; the lowest reading alone was 1.22
+    # the lowest reading alone cut to (2.0 - 1.22) / (3.0 - 1.22)
+    assert step.cut_factor(3.0, 2.0) == pytest.approx((2.5 - 2.0) / (3.0 - 2.0))
+    for tail in (1.5,) * STEP_READINGS:
+        step.read(0.5, tail)
+    assert step.multiple == pytest.approx(1.5)  # the cluster quietened: only the latest readings count
+    assert TailStep(2.2).multiple == pytest.approx(2.2)
 
 
 def test_a_measured_step_is_carried_to_the_next_pass_and_through_a_result():
