@@ -60,7 +60,8 @@ def setup_line(run, pts: list, n: int) -> str:
             "once, each a GET of one ConfigMap every 50 ms and, in a process of its own, a LIST of 50 every 50 ms: a ServiceAccount "
             "that API Priority and Fairness queues, and the admin certificate that it exempts. *Idle* is the "
             f"{a.idle_seconds:g} s before each contender (fewest GET samples of an observer in one window: "
-            f"{calibration.idle_floor(pts):,}); *during* is its work. Cells: median (min–max) over the repetitions; "
+            f"{calibration.idle_floor(pts):,}); our probe's own idle is the {a.probe_idle_seconds:g} s it samples before "
+            "each of our passes writes; *during* is its work. Cells: median (min–max) over the repetitions; "
             "a multiple is during ÷ idle of the same observer in the same repetition; *pooled* is one p99 over every GET "
             "of a contender's passes, each over its own repetition's idle p99.")
 

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from . import REPO, observers
+from .children import PROBE_IDLE_S
 from .ratios import Ratios
 from .page import free_m
 from .probe import INTERVAL
@@ -45,6 +46,9 @@ def parse(argv=None) -> argparse.Namespace:
     ap.add_argument("--sizes", type=csv_ints, help="N list of the throughput suite (default 1000,10000)")
     ap.add_argument("--idle-seconds", type=float, help=f"the observers' idle window before each contender (default "
                     f"{GENTLE_IDLE_S:g}; with suite calibrate: long enough for --min-idle-samples at 50 ms, plus 1 s)")
+    ap.add_argument("--probe-idle-seconds", type=float, default=PROBE_IDLE_S,
+                    help=f"ours under pace gentle: the latency probe's idle before the pass writes (default "
+                         f"{PROBE_IDLE_S:g}; a real pass samples through its drain, 65 s by default)")
     ap.add_argument("--min-idle-samples", type=int, default=MIN_IDLE_SAMPLES, help="calibrate: idle GET samples each "
                     f"observer needs per window (default {MIN_IDLE_SAMPLES}); fewer RELAXES the check for a quick run, "
                     "which is then labelled so and never written to the page's first screen")
@@ -148,6 +152,7 @@ def execute(run: Run) -> None:
     print(f"# rows saved to {run.rows_file} (report them with --from-rows if the run is cut short)", flush=True)
     with_kubectl = "kubectl" not in args.skip and bool({"gentle", "throughput"} & set(args.suites))
     run.bench = Bench(workdir, kubectl=with_kubectl, kcm="in-tree" not in args.skip)
+    run.bench.probe_idle_s = args.probe_idle_seconds
     try:
         svm_version, run.svm_info = discover_svm(run.bench.kube)
         runner = run.runner = Runner(run.bench, args, svm_version)

@@ -18,7 +18,7 @@ from pathlib import Path
 import urllib3
 
 from . import REPO, data, engine, identities
-from .children import run_child
+from .children import PROBE_IDLE_S, run_child
 
 
 def nothing() -> None:
@@ -56,6 +56,7 @@ class Bench:
         self.migrator = identities.migrator(self.kube, self.cluster.server, ca)
         self.migrator_kubeconfig = self.migrator.kubeconfig(workdir / "migrator.kubeconfig")
         self.seq = 0
+        self.probe_idle_s = PROBE_IDLE_S  # the latency probe's idle before an engine pass writes (--probe-idle-seconds)
         self.seed_rates: list[float] = []
         self.kubectl = self._find_kubectl() if kubectl else None
 
@@ -102,7 +103,8 @@ class Bench:
     def engine(self, group: str, options: dict, ready=nothing, profile=None, auth: dict | None = None) -> dict:
         ready()
         out = run_child("engine", {"collections": self.collections, "auth": auth or self.migrator.engine_auth(),
-                                   "crd": data.crd_name(group), "options": options, "profile": profile})
+                                   "crd": data.crd_name(group), "options": options, "profile": profile,
+                                   "probe_idle_s": self.probe_idle_s})
         r = out["result"]
         ok = r["complete"] and r["failed"] == 0
         return dict(out, rss_kb=out["hwm_kb"], rewritten=r["rewritten"], unchanged=r["unchanged"], pace_state=r.get("pace"),

@@ -17,7 +17,7 @@ CONTENDERS = [
                 "no bookkeeping (`benchmarks/crdops_bench/children.py`)"),
     ("ours-gentle / ours-max", "the engine (`restore.migrate_crd`) in a fresh Python process with `RestoreOptions(pace="
                                "'gentle')` / `pace='max'`, other options default; time from the pass's start (its LIST) to the result; "
-                               "under pace gentle the latency probe first samples a 20 s idle, as a run's drain "
+                               "under pace gentle the latency probe first samples a {probe_idle_seconds:g} s idle, as a run's drain "
                                "lets it, not counted (`wait_s`), as the in-tree migrator's wait is not"),
     ("ours-gentle-apf", "`ours-gentle` while the FlowSchema and PriorityLevelConfiguration of `docs/rbac/` (subject: the "
                         "migrator ServiceAccount) are applied; checked from the `X-Kubernetes-PF-FlowSchema-UID` "
