@@ -3,8 +3,8 @@
 A multiple divides by an idle p99 that moves x0.5-x2 between windows with nothing writing (idle_drift.py), so two
 contenders' multiples can differ by the idle they happened to meet. The p99 during the passes, in ms, does not:
 where it is about the same at every pace (our lowest duty, our two writes in flight, the in-tree migrator's eight),
-the tail has a step that pacing cannot lower, and the engine's ``pace.tail_step`` (the p99 multiple it measured at
-its lowest pace) says where it put it.
+an engine from before tail_model.py took it for a step that pacing cannot lower, and its ``pace.tail_step`` (the p99
+multiple it measured at its lowest pace) says where it put it; rows of later engines have none.
 """
 from __future__ import annotations
 

@@ -19,8 +19,8 @@ run does, a thread here (``fetch``), as the summary's ``process`` says. Samples 
 idle baseline, added to those of the run's earlier passes; ``multiple()`` is the p90 of the last ``window_s``
 seconds over the baseline's reference (its p90, capped by its p50: probe_baseline.py), which the limiter holds
 within the latency budget (pace.py). ``tail_multiple()`` is the p99 of the samples since the limiter last changed its
-pace for the tail (at most ``TAIL_SPAN_S`` back, at least MIN_TAIL_SAMPLES of them) over the idle p99: held within the same
-budget once both sides have enough samples to estimate a p99. Both multiples are a typical client's, whose own time
+pace for the tail (at most ``TAIL_SPAN_S`` back, at least MIN_TAIL_SAMPLES of them) over the idle p99: held below the same
+budget (at its aim, tail_model.py) once both sides have enough samples to estimate a p99. Both multiples are a typical client's, whose own time
 on each answer (CLIENT_OWN_S) a pass does not lengthen: ``client_multiple`` adds it to both sides.
 """
 

@@ -18,14 +18,14 @@ the probe's p90 over its sliding window is above ``budget`` times its idle refer
 grow while it is above; with a probe it grows at most once every ``probe_grow_every`` seconds, since a window of
 writes lasts milliseconds and the probe's window needs seconds to show what a growth did (growing every window, a
 pass measured other clients' p99 at x2.8 of idle with a budget of 2). The probe's p99 (its tail, over the samples
-since the pace last changed for it) is held to the same budget once it can be estimated; a cut the tail asked for
-holds the limit until the tail, measured afresh, is within the budget, since a growth two seconds later would bring
-back what it cut before the tail could see it. Where the tail can be estimated it also decides every growth: one is
-taken only when the tail at this pace, its excess over idle scaled to the next pace's writes in flight, stays within
-the budget, and the next waits until the tail is measured at the new pace. Once the tail was measured at the lowest
-pace, the excess is scaled from there instead of from idle, and where that tail (the step: the p99 any writing at
-all costs other clients) is itself over the budget, it is held within a quarter of the step (tail_step.py). A p99
-holds over a whole pass only if the pace spends well under 1 % of it above the budget, so a growth must be right before it is tried (on two cores,
+since the pace last changed for it) is held below the same budget, at its aim (tail_model.py), once it can be
+estimated; a cut the tail asked for holds the limit until the tail, measured afresh, is within the aim, since a
+growth two seconds later would bring back what it cut before the tail could see it. Where the tail can be estimated it also decides every growth: one is
+taken only when the tail at this pace, its excess over idle scaled to the next pace's writes in flight (with their
+square), stays within the tail's aim below the budget, and the next waits until the tail is measured at the new
+pace; a tail over the aim is cut to where the same scaling puts it there (tail_model.py). A p99 holds over
+a whole pass only if the pace spends well under 1 % of it above the budget, so a growth must be right before it is
+tried (on two cores,
 passes that tried a second write in flight took other clients' p99 to x4, and the cuts that followed left them at
 a third of the in-tree migrator's speed). Whichever signal asks for the deeper cut wins. Only the probe cuts below
 one write in flight: a limit of 0.4 keeps one write in flight 40 % of the time (after a write that took L seconds
@@ -58,7 +58,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 from .latency_probe import LatencyProbe
 from .latency_probe import describe as probe_describe
 from .probe_baseline import MIN_IDLE_SAMPLES, Baseline
-from .tail_step import TailStep
+from . import tail_model
 
 GENTLE = "gentle"
 MAX = "max"
@@ -69,17 +69,12 @@ Clock = Callable[[], float]
 
 @dataclass(frozen=True)
 class Learned:
-    """What a pass's limiter learned: the limit it ended at, the idle baseline (seconds) and the tail's step (the
-    p99 multiple its lowest pace cost other clients, tail_step.py) if it measured one, for the next pass."""
+    """What a pass's limiter learned: the limit it ended at and the idle baseline (seconds), for the next pass."""
     limit: float
     baseline: float
-    tail_step: Optional[float] = None
 
     def to_dict(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"limit": self.limit, "baseline_ms": round(self.baseline * 1000.0, 3)}
-        if self.tail_step is not None:
-            out["tail_step"] = round(self.tail_step, 3)
-        return out
+        return {"limit": self.limit, "baseline_ms": round(self.baseline * 1000.0, 3)}
 
     @classmethod
     def from_dict(cls, raw: Any) -> Optional[Learned]:
@@ -88,10 +83,9 @@ class Learned:
             return None
         try:
             limit, baseline = float(raw["limit"]), float(raw["baseline_ms"]) / 1000.0
-            step = float(raw["tail_step"]) if raw.get("tail_step") is not None else None
         except (KeyError, TypeError, ValueError):
             return None
-        return cls(limit, baseline, step if step and step > 0.0 else None) if limit > 0.0 and baseline > 0.0 else None
+        return cls(limit, baseline) if limit > 0.0 and baseline > 0.0 else None
 
 
 @dataclass(frozen=True)
@@ -126,7 +120,6 @@ class GradientLimiter:
         # then does not grow until the tail is measured again
         self._tail_seen: Optional[float] = None
         self.tail_refusals = 0  # growths the tail, scaled to the next pace, did not allow
-        self._step = TailStep(start.tail_step if adaptive and start is not None else None)
         self.adaptive = adaptive
         self.settings = settings
         self.clock = clock
@@ -176,7 +169,7 @@ class GradientLimiter:
         """The limit and baseline for the next pass; None before the first window (nothing was learned)."""
         if not self.adaptive or self.baseline is None:
             return None
-        return Learned(self.limit, self.baseline, self._step.multiple)
+        return Learned(self.limit, self.baseline)
 
     @property
     def duty(self) -> float:
@@ -254,8 +247,8 @@ class GradientLimiter:
 
     def _grow(self, floor: float) -> None:
         """One more write in flight, or a quarter more of the time below one. Where the tail can be measured, the
-        growth is taken only if the tail at this pace, scaled to the next, stays within the budget, and it starts
-        the tail over: the next growth waits until the tail has been measured at the new pace."""
+        growth is taken only if the tail at this pace, scaled to the next, stays within the tail's aim below the
+        budget (tail_model.py), and it starts the tail over: the next growth waits until the tail has been measured at the new pace."""
         grown = self.limit + 1.0 if self.limit >= 1.0 else min(1.0, self.limit * self.settings.duty_growth)
         self._last_growth = self.clock()  # a refused growth, too, is asked again only ``probe_grow_every`` later
         if self._tail_gates_growth():
@@ -272,22 +265,21 @@ class GradientLimiter:
         and a half from the lowest duty back to one write in flight."""
         if self.limit >= 1.0 or self._tail_seen is None or self.probe is None:
             return grown
-        allowed = self._step.in_flight_allowed(self._tail_seen, self.limit, self.probe.budget)
+        allowed = tail_model.in_flight_allowed(self._tail_seen, self.limit, self.probe.budget)
         return max(grown, min(1.0, 2.0 * self.limit, allowed))
 
     def _tail_gates_growth(self) -> bool:
         return self.probe is not None and self.probe.tail_measurable()
 
     def _tail_allows(self, grown: float) -> bool:
-        """Whether the tail last measured, its excess over idle (over the step, once one was measured: tail_step.py)
-        scaled from the writes in flight now to those at ``grown``, is within the tail's budget. Each write in
-        flight queues other clients' requests about as much as the one before it, so the excess grows with them; a
-        p99 already at x1.8 with one write in flight would be about x2.6 with two, which the tail would only show
-        ten seconds of samples later."""
+        """Whether the tail last measured, its excess over idle scaled from the writes in flight now to those at
+        ``grown`` (tail_model.py), is within the tail's aim. The excess grows faster than the writes in flight: a p99
+        at x1.3 with one write in flight half of the time was x2-3.7 at one all of the time, which the tail would
+        only show ten seconds of samples later."""
         if self._tail_seen is None or self.probe is None:  # not measured at this pace yet
             return False
-        scaled = self._step.scaled(self._tail_seen, _in_flight(self.limit), _in_flight(grown))
-        return scaled <= self._step.budget(self.probe.budget)
+        scaled = tail_model.scaled(self._tail_seen, _in_flight(self.limit), _in_flight(grown))
+        return scaled <= tail_model.aim(self.probe.budget)
 
     def _restart_tail(self) -> None:
         self._tail_seen = None
@@ -296,8 +288,8 @@ class GradientLimiter:
 
     def _probe_over_budget(self) -> Tuple[Optional[float], bool]:
         """(the factor to cut the limit by, whether the tail asked for it) when the probe's p90 window is over the
-        budget (budget / p90) or its tail over the tail's budget (tail_step.py), the deeper cut of the two; else
-        (None, False)."""
+        budget (budget / p90) or its tail over the tail's aim below the budget (back to the aim: tail_model.py), the
+        deeper cut of the two; else (None, False)."""
         if self.probe is None:
             return None, False
         budget = self.probe.budget
@@ -307,9 +299,8 @@ class GradientLimiter:
             cuts.append((budget / p90, False))
         if tail is not None:
             self._tail_seen = tail  # measured afresh: over or within, it speaks for itself now
-            self._step.read(_in_flight(self.limit), tail)
-            if self._step.over_budget(tail, budget):
-                cuts.append((self._step.cut_factor(tail, budget), True))
+            if tail > tail_model.aim(budget):
+                cuts.append((tail_model.cut_factor(tail, budget), True))
         if not cuts:
             return None, False
         return min(cuts, key=lambda cut: cut[0])
@@ -349,8 +340,7 @@ class GradientLimiter:
                 "throttle_backoffs": self.throttle_backoffs, "windows": self.windows,
                 "congested_windows": self.congested, "probes": self.probes, "probe_cuts": self.probe_cuts,
                 "tail_cuts": self.tail_cuts, "tail_refusals": self.tail_refusals,
-                "tail_step": _rounded(self._step.multiple),
-                "tail_budget": _rounded(self._step.budget(self.probe.budget)) if self.probe is not None else None,
+                "tail_aim": round(tail_model.aim(self.probe.budget), 2) if self.probe is not None else None,
                 "started_from": self.started_from.to_dict() if self.started_from else None}
 
 
@@ -362,10 +352,6 @@ def _in_flight(limit: float) -> float:
 def _limit(value: float) -> float:
     """Writes in flight as a result says it: whole above one, the fraction of the time below."""
     return int(value) if value >= 1.0 else round(value, 2)
-
-
-def _rounded(multiple: Optional[float]) -> Optional[float]:
-    return None if multiple is None else round(multiple, 2)
 
 
 def _ms(seconds: Optional[float]) -> Optional[float]:
@@ -494,15 +480,4 @@ def describe(snap: Optional[Dict[str, Any]]) -> str:
     if snap.get("backoffs"):
         text += ", %d backoffs" % int(snap["backoffs"])
     probe = probe_describe(snap.get("probe"))
-    return text + ("; " + probe if probe else "") + _describe_step(snap)
-
-
-def _describe_step(snap: Dict[str, Any]) -> str:
-    """``; writing at all costs other clients' p99 x2.20 here, over the budget: held within x2.75`` where the
-    tail's step was over the budget (tail_step.py), else nothing."""
-    step, tail_budget = snap.get("tail_step"), snap.get("tail_budget")
-    budget = (snap.get("probe") or {}).get("budget")
-    if step is None or tail_budget is None or budget is None or tail_budget <= budget:
-        return ""
-    return "; writing at all costs other clients' p99 x%.2f here, over the budget: held within x%.2f" % (
-        step, tail_budget)
+    return text + ("; " + probe if probe else "")

@@ -5,6 +5,7 @@
 its budget beside the write latency, and the probe on its own thread against a fake fetch."""
 from __future__ import annotations
 
+import math
 import threading
 import time
 
@@ -458,7 +459,9 @@ def test_a_tail_over_budget_cuts_and_holds_the_pace_until_it_is_measured_again_w
     spiky(lim, clock, 30.0, probe, until=lambda: lim.probe_cuts > 0)  # one in twenty at 3x idle: p90 x1, p99 x3
     assert probe.multiple() == pytest.approx(1.0) and lim.tail_cuts == 1 and lim.probe_cuts == 1
     assert clock.t - probe._writing_since == pytest.approx(MIN_TAIL_SAMPLES * 0.01, abs=0.1)  # once it knew
-    assert lim.limit == pytest.approx(4.0 * 2.0 / 3.0)  # no growth before the tail spoke, then cut in proportion
+    # no growth before the tail spoke, then cut to where x3 scales (with the square of the writes in flight) to the
+    # tail's aim, x1.67 for a budget of 2 (tail_model.py)
+    assert lim.limit == pytest.approx(4.0 * math.sqrt((2.0 / 1.2 - 1.0) / 2.0))
     held = lim.limit
     spiky(lim, clock, 1.5, probe, every=1000)  # calm again, 150 samples since the cut: the tail unknown, held
     assert probe.tail_multiple() is None and lim.limit == held
@@ -486,26 +489,27 @@ def test_a_growth_waits_for_the_tail_at_the_pace_and_is_taken_only_if_the_tail_s
     assert lim.limit == 2.0  # held until the tail at two writes in flight is in
     steady(lim, clock, 1.0, probe, tail=1.0, until=lambda: lim.limit > 2.0)
     assert lim.limit == 3.0 and lim.tail_refusals == 0
-    # a p99 at x1.6 with three writes in flight would be x1.8 with four: within a budget of 2, taken
-    steady(lim, clock, 5.0, probe, tail=1.6, until=lambda: lim.limit > 3.0)
+    # the excess over idle grows with the square of the writes in flight (tail_model.py), and a growth is taken
+    # only within the tail's aim, x1.67 for a budget of 2: x1.35 with three would be x1.62 with four, taken
+    steady(lim, clock, 5.0, probe, tail=1.35, until=lambda: lim.limit > 3.0)
     assert lim.limit == 4.0
-    # x1.7 with four would be x1.875 with five: taken; x2.0 with five would be x2.2 with six: refused
-    steady(lim, clock, 5.0, probe, tail=1.7, until=lambda: lim.limit > 4.0)
+    # x1.4 with four would be x1.63 with five: taken; x1.6 with five would be x1.86 with six: refused
+    steady(lim, clock, 5.0, probe, tail=1.4, until=lambda: lim.limit > 4.0)
     assert lim.limit == 5.0
-    steady(lim, clock, 10.0, probe, tail=2.0)
+    steady(lim, clock, 10.0, probe, tail=1.6)
     assert lim.limit == 5.0 and lim.tail_refusals >= 3 and lim.probe_cuts == 0
     assert lim.snapshot()["tail_refusals"] == lim.tail_refusals
-    # below one write in flight the same rule: x1.6 at half the time would be x1.75 at five eighths
+    # below one write in flight the same rule: x1.3 at half the time would be x1.47 at five eighths, x2.2 at all
     duty = limiter_with(probe, clock)
     duty._set_limit(0.5, floor=0.1)
-    duty._tail_seen = 1.6
+    duty._tail_seen = 1.3
     assert duty._tail_allows(0.625) and not duty._tail_allows(1.0)
-    # and it takes as much as the tail allows, up to twice the duty: x1.6 at a half allows five sixths
-    assert duty._duty_the_tail_allows(0.625) == pytest.approx(0.5 * 1.0 / 0.6)
+    # and it takes as much as the tail allows, up to twice the duty: x1.3 at a half allows 0.75 of the time
+    assert duty._duty_the_tail_allows(0.625) == pytest.approx(0.5 * math.sqrt((2.0 / 1.2 - 1.0) / 0.3))
     duty._set_limit(0.2, floor=0.1)
-    assert duty._duty_the_tail_allows(0.25) == pytest.approx(1.0 / 3.0)  # x1.6 at a fifth: a third
-    duty._tail_seen = 1.2
-    assert duty._duty_the_tail_allows(0.25) == pytest.approx(0.4)  # x1.2 would allow all of the time: doubled
+    assert duty._duty_the_tail_allows(0.25) == pytest.approx(0.2 * math.sqrt((2.0 / 1.2 - 1.0) / 0.3))  # 0.30
+    duty._tail_seen = 1.1
+    assert duty._duty_the_tail_allows(0.25) == pytest.approx(0.4)  # x1.1 would allow more than half: doubled
     # without an idle p99 (too few idle samples) the p90 alone decides, every two seconds
     short = probe_on(clock)
     idle(short, clock, 0.010)
@@ -523,9 +527,10 @@ def test_where_the_tail_can_be_measured_a_fresh_pass_starts_at_half_the_time_and
     gate.release(started)
     lim = gate.limiter
     assert lim.limit == pytest.approx(0.5) and lim.snapshot()["max_limit_reached"] == 0.5
-    steady(lim, clock, 1.9, probe, tail=1.2)  # 190 samples: the tail at half the time not yet measured, held
+    steady(lim, clock, 1.9, probe, tail=1.15)  # 190 samples: the tail at half the time not yet measured, held
     assert lim.limit == pytest.approx(0.5)
-    steady(lim, clock, 0.3, probe, tail=1.2, until=lambda: lim.limit > 0.5)  # x1.2 at a half: all of the time
+    # x1.15 at a half is x1.6 at all of the time, within the tail's aim (x1.67): all of the time
+    steady(lim, clock, 0.3, probe, tail=1.15, until=lambda: lim.limit > 0.5)
     assert lim.limit == pytest.approx(1.0) and lim.probe_cuts == 0
     # a pass that starts from what an earlier one learned, a probe without an idle p99, or pace max: unchanged
     learned = pace_gate("gentle", 8, clock=clock, start=Learned(2.0, 0.002), probe=probe)
@@ -543,8 +548,9 @@ def test_where_the_tail_can_be_measured_a_fresh_pass_starts_at_half_the_time_and
 
 
 def test_a_multiple_is_a_typical_clients_whose_own_time_a_pass_does_not_lengthen(monkeypatch):
-    """The probe answers in 2 ms at idle and 5 ms while we write: x2.5 of its own idle, but a client that spends
-    2 ms of its own on each answer goes from 4 ms to 7 ms, x1.75: within a budget of 2, so nothing is cut."""
+    """The probe answers in 2 ms at idle and 4.4 ms while we write: x2.2 of its own idle, but a client that spends
+    2 ms of its own on each answer goes from 4 ms to 6.4 ms, x1.6: within a budget of 2 (and the tail's aim, x1.67),
+    so nothing is cut."""
     monkeypatch.setattr(probe_baseline, "CLIENT_OWN_S", SHIPPED_CLIENT_OWN_S)
     assert SHIPPED_CLIENT_OWN_S == pytest.approx(0.002)
     clock = FakeClock()
@@ -553,14 +559,14 @@ def test_a_multiple_is_a_typical_clients_whose_own_time_a_pass_does_not_lengthen
     lim = limiter_with(probe, clock)
     begin(probe)
     assert probe.multiple() is None
-    feed(lim, clock, 0.004, windows=40, probe=probe, probe_latency=0.005)
-    assert probe.multiple() == pytest.approx(1.75) and probe.tail_multiple() == pytest.approx(1.75)
+    feed(lim, clock, 0.004, windows=40, probe=probe, probe_latency=0.0044)
+    assert probe.multiple() == pytest.approx(1.6) and probe.tail_multiple() == pytest.approx(1.6)
     assert lim.probe_cuts == 0 and lim.tail_cuts == 0
     summary = probe.summary()
     assert summary["client_own_ms"] == 2.0 and summary["reference_ms"] == 2.0
-    assert summary["multiple"] == 1.75 and summary["held"] is True and summary["tail_held"] is True
-    assert describe(summary) == ("other clients' GET p90 2.0 -> 5.0 ms (x1.75 to a client spending 2.0 ms of its own, "
-                                 "budget x2.0 held), p99 2.0 -> 5.0 ms (x1.75 held)")
-    # the same pass held in the probe's own multiples: x2.5, over the budget, cut
+    assert summary["multiple"] == 1.6 and summary["held"] is True and summary["tail_held"] is True
+    assert describe(summary) == ("other clients' GET p90 2.0 -> 4.4 ms (x1.60 to a client spending 2.0 ms of its own, "
+                                 "budget x2.0 held), p99 2.0 -> 4.4 ms (x1.60 held)")
+    # the same pass held in the probe's own multiples: x2.2, over the budget, cut
     monkeypatch.setattr(probe_baseline, "CLIENT_OWN_S", 0.0)
-    assert probe.multiple() == pytest.approx(2.5)
+    assert probe.multiple() == pytest.approx(2.2)

@@ -1,0 +1,251 @@
+"""What one re-store writer costs another client's GET, against how often it writes: no engine, no probe.
+
+    . tools/env.sh && python benchmarks/write_cost.py                    # 3 reps, 30 s per window
+    . tools/env.sh && python benchmarks/write_cost.py --reps 5 --duties 0.1,0.5,1
+
+One quiet kube-apiserver + etcd. Two outside observers, each a process of its own on one kept-alive connection with
+the admin certificate (APF-exempt, so no queueing is measured), GET one ConfigMap every 50 ms: one with no
+resourceVersion (read from etcd) and one with resourceVersion=0 (answered from the watch cache). Meanwhile, in
+turn, a bare client does what a migration's pass does, at one pace at a time, each after a quiet window of the same
+length: nothing (idle against idle: how far two quiet windows differ), metadata-only LIST pages of 500 at 135
+objects/s (the listing of a pass at the in-tree migrator's speed, no writes), and no-op merge patches of CRs whose
+storage version was flipped (each one re-encoded and written to etcd, as the re-store writes them) at one write in
+flight a fraction of the time (0.1 = one write, then nine times its latency of nothing) or at N in flight (N >= 1).
+The phases rotate between repetitions, so no pace always meets the same minute.
+
+Prints, per phase, objects/s and each observer's GET p99 during over its own quiet window before (median and range
+of the repetitions) and the p99 in ms. A script, not a test: docs/performance.md reads its output.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+for entry in (str(REPO), str(REPO / "benchmarks")):
+    if entry not in sys.path:
+        sys.path.insert(0, entry)
+
+import urllib3  # noqa: E402
+
+INTERVAL = 0.05
+NAMESPACE = "default"
+CONFIGMAP = "write-cost-probe"
+READS = {"etcd": "", "cache": "?resourceVersion=0"}  # observer -> query of its GET
+ACCEPT_PARTIAL_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+LIST_PAGE, LIST_RATE = 500, 135.0  # objects per page, objects/s: a pass at the in-tree migrator's speed
+SETTLE_S = 10.0  # after start-up and after seeding (tens of thousands of objects through etcd): not a quiet window
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)] if ordered else float("nan")
+
+
+# ---- the observer process --------------------------------------------------------------------------------------
+def observe(spec: dict) -> None:
+    """GET spec["url"] every INTERVAL s until SIGTERM; one line per answer (`sent_at ms status`)."""
+    stop: list[int] = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    pool = urllib3.PoolManager(maxsize=1, cert_reqs="CERT_REQUIRED", ca_certs=spec["ca"], retries=False,
+                               cert_file=spec["cert"], key_file=spec["key"])
+    with open(spec["out"], "a", buffering=1) as out:
+        tick = time.monotonic()
+        while not stop:
+            t0 = time.monotonic()
+            status = pool.request("GET", spec["url"], headers={"Accept": "application/json"}).status
+            out.write(f"{t0:.6f} {(time.monotonic() - t0) * 1000:.3f} {status}\n")
+            tick = max(tick + INTERVAL, time.monotonic() - INTERVAL)
+            time.sleep(max(0.0, tick - time.monotonic()))
+
+
+class Observer:
+    def __init__(self, cluster, name: str, query: str, workdir: Path) -> None:
+        self.name, self.out = name, workdir / f"observer-{name}.txt"
+        pki = cluster.pki
+        spec = {"ca": str(pki.ca_cert), "cert": str(pki.admin_cert), "key": str(pki.admin_key), "out": str(self.out),
+                "url": f"{cluster.server}/api/v1/namespaces/{NAMESPACE}/configmaps/{CONFIGMAP}{query}"}
+        self.proc = subprocess.Popen([sys.executable, __file__, "--observe", json.dumps(spec)])
+
+    def p99(self, t0: float, t1: float) -> tuple[float, int]:
+        """The p99 (ms) of the answers to GETs sent in [t0, t1), and how many there were."""
+        ms = []
+        for line in self.out.read_text().splitlines():
+            at, took, status = line.split()
+            if t0 <= float(at) < t1 and status == "200":
+                ms.append(float(took))
+        return percentile(ms, 99), len(ms)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+# ---- the bare client --------------------------------------------------------------------------------------------
+class Client:
+    """No-op re-store writes of one seeded group's objects, each object once, and its metadata-only LIST pages."""
+
+    def __init__(self, cluster, group: str, objects: int, plural: str, namespaces: tuple) -> None:
+        pki = cluster.pki
+        self.pool = urllib3.PoolManager(maxsize=16, cert_reqs="CERT_REQUIRED", ca_certs=str(pki.ca_cert), retries=False,
+                                        cert_file=str(pki.admin_cert), key_file=str(pki.admin_key))
+        self.base = f"{cluster.server}/apis/{group}/v1beta1"
+        self.plural = plural
+        self.paths = [f"/namespaces/{namespaces[i % len(namespaces)]}/{plural}/obj-{i:06d}" for i in range(objects)]
+        self.lock = threading.Lock()
+        self.token: str | None = None
+
+    def _next(self) -> str | None:
+        with self.lock:
+            return self.paths.pop() if self.paths else None
+
+    def write_at(self, duty: float, until: float) -> int:
+        """One write in flight ``duty`` of the time (after a write of L s, L * (1/duty - 1) s of nothing)."""
+        done = 0
+        while time.monotonic() < until and (path := self._next()) is not None:
+            t0 = time.monotonic()
+            resp = self.pool.request("PATCH", self.base + path, body=b"{}",
+                                     headers={"Content-Type": "application/merge-patch+json"})
+            if resp.status != 200:
+                raise RuntimeError(f"PATCH {path}: {resp.status} {resp.data[:200]!r}")
+            done += 1
+            if duty < 1.0:
+                time.sleep((time.monotonic() - t0) * (1.0 / duty - 1.0))
+        return done
+
+    def write_in_flight(self, n: int, until: float) -> int:
+        counts: list[int] = []
+        threads = [threading.Thread(target=lambda: counts.append(self.write_at(1.0, until))) for _writer in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if len(counts) != n:
+            raise RuntimeError("a writer thread failed")
+        return sum(counts)
+
+    def list_pages(self, until: float) -> int:
+        listed, tick = 0, time.monotonic()
+        while time.monotonic() < until:
+            query = f"?limit={LIST_PAGE}" + (f"&continue={self.token}" if self.token else "")
+            resp = self.pool.request("GET", f"{self.base}/{self.plural}{query}", headers={"Accept": ACCEPT_PARTIAL_LIST})
+            self.token = json.loads(resp.data)["metadata"].get("continue") or None
+            listed += LIST_PAGE
+            tick += LIST_PAGE / LIST_RATE
+            time.sleep(max(0.0, tick - time.monotonic()))
+        return listed
+
+    def run(self, phase: str, seconds: float) -> int:
+        """Objects written (listed, for ``list``) during ``seconds`` of ``phase``."""
+        until = time.monotonic() + seconds
+        if phase == "idle":
+            time.sleep(seconds)
+            return 0
+        if phase == "list":
+            return self.list_pages(until)
+        pace = float(phase)
+        return self.write_at(pace, until) if pace < 1.0 else self.write_in_flight(int(pace), until)
+
+
+# ---- the run ----------------------------------------------------------------------------------------------------
+def objects_needed(phases: list[str], seconds: float) -> int:
+    """Enough objects that no phase runs out: up to 200 writes a second at one write in flight, 500 at more (two
+    cores), with a margin."""
+    per_s = sum(200.0 * float(p) if float(p) <= 1.0 else 500.0 for p in phases if p not in ("idle", "list"))
+    return int(per_s * seconds * 1.3) + 1000
+
+
+def one_rep(bench, observers: list[Observer], phases: list[str], seconds: float) -> list[dict]:
+    from crdops_bench import data
+
+    group = bench.seed("w", objects_needed(phases, seconds))
+    client = Client(bench.cluster, group, objects_needed(phases, seconds), data.PLURAL, data.NAMESPACES)
+    time.sleep(SETTLE_S)
+    rows = []
+    for phase in phases:
+        i0 = time.monotonic()
+        time.sleep(seconds)
+        i1 = time.monotonic()
+        done = client.run(phase, seconds)
+        d1 = time.monotonic()
+        row = {"phase": phase, "objects_s": done / (d1 - i1)}
+        for obs in observers:
+            (idle, n_idle), (during, n_during) = obs.p99(i0, i1), obs.p99(i1, d1)
+            row[obs.name] = {"idle_p99": idle, "during_p99": during, "multiple": during / idle,
+                             "n": [n_idle, n_during]}
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    bench.drop(group)
+    return rows
+
+
+def report(rows: list[dict], phases: list[str]) -> None:
+    print("\n| phase | objects/s | GET from etcd: p99 multiple (range) | p99 ms | GET from the watch cache: p99 multiple "
+          "(range) | p99 ms |")
+    print("|---|---:|---|---:|---|---:|")
+    for phase in phases:
+        mine = [r for r in rows if r["phase"] == phase]
+        cells = [f"{statistics.median(r['objects_s'] for r in mine):.0f}"]
+        for name in READS:
+            mult = [r[name]["multiple"] for r in mine]
+            cells.append(f"x{statistics.median(mult):.2f} ({min(mult):.2f}-{max(mult):.2f})")
+            cells.append(f"{statistics.median(r[name]['during_p99'] for r in mine):.1f}")
+        print(f"| {label(phase)} | " + " | ".join(cells) + " |")
+
+
+def label(phase: str) -> str:
+    if phase in ("idle", "list"):
+        return {"idle": "nothing (idle against idle)", "list": f"LIST pages of {LIST_PAGE}, {LIST_RATE:g} objects/s"}[phase]
+    pace = float(phase)
+    return f"one write in flight {pace:.0%} of the time" if pace < 1.0 else f"{int(pace)} writes in flight"
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=30.0, help="each quiet window and each phase (default 30)")
+    ap.add_argument("--duties", default="0.1,0.25,0.5,1,8",
+                    help="writer paces: below 1 the fraction of the time one write is in flight, else writes in flight")
+    ap.add_argument("--observe", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.observe:
+        observe(json.loads(args.observe))
+        return 0
+    from crdops_bench.contenders import Bench
+
+    base = ["idle", "list"] + [d.strip() for d in args.duties.split(",") if d.strip()]
+    for d in base[2:]:
+        if float(d) <= 0.0:
+            ap.error(f"--duties: {d} is not a pace; give fractions of the time (0.1) or writes in flight (1, 8)")
+    workdir = Path(tempfile.mkdtemp(prefix="crdops-write-cost-"))
+    bench = Bench(workdir, kubectl=False, kcm=False)
+    bench.kube.post(f"/api/v1/namespaces/{NAMESPACE}/configmaps",
+                    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": CONFIGMAP}, "data": {"k": "v" * 200}})
+    observers = [Observer(bench.cluster, name, query, workdir) for name, query in READS.items()]
+    rows: list[dict] = []
+    try:
+        time.sleep(SETTLE_S)
+        for rep in range(args.reps):
+            shift = rep % len(base)
+            rows += one_rep(bench, observers, base[shift:] + base[:shift], args.seconds)
+    finally:
+        for obs in observers:
+            obs.stop()
+        bench.close()
+    (workdir / "rows.json").write_text(json.dumps(rows))
+    report(rows, base)
+    print(f"\nrows: {workdir / 'rows.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
