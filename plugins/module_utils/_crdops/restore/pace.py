@@ -20,17 +20,17 @@ writes lasts milliseconds and the probe's window needs seconds to show what a gr
 pass measured other clients' p99 at x2.8 of idle with a budget of 2). The probe's p99 (its tail, over the samples
 since the pace last changed for it) is held below the same budget, at its aim (tail_model.py), once it can be
 estimated; a cut the tail asked for holds the limit until the tail, measured afresh, is within the aim, since a
-growth two seconds later would bring back what it cut before the tail could see it. Where the tail can be estimated it also decides every growth: one is
-taken only when the tail at this pace, its excess over idle scaled to the next pace's writes in flight (with their
-square), stays within the tail's aim below the budget, and the next waits until the tail is measured at the new
-pace; a tail over the aim is cut to where the same scaling puts it there (tail_model.py). A p99 holds over
-a whole pass only if the pace spends well under 1 % of it above the budget, so a growth must be right before it is
-tried (on two cores,
-passes that tried a second write in flight took other clients' p99 to x4, and the cuts that followed left them at
-a third of the in-tree migrator's speed). Whichever signal asks for the deeper cut wins. Only the probe cuts below
-one write in flight: a limit of 0.4 keeps one write in flight 40 % of the time (after a write that took L seconds
-the next one starts L * (1/0.4 - 1) later), down to ``min_duty``; it grows back while the probe is within the
-budget, by a quarter per window, or where the tail decides, by as much as the scaled tail allows (at most double).
+growth two seconds later would bring back what it cut before the tail could see it. Where the tail can be estimated
+it also decides every growth: one is taken only when the tail at this pace, its excess over idle scaled to the next
+pace's writes in flight (with their square), stays within the tail's aim below the budget, and the next waits until
+the tail is measured at the new pace; a tail over the aim is cut to where the same scaling puts it there
+(tail_model.py). A p99 holds over a whole pass only if the pace spends well under 1 % of it above the budget, so a
+growth must be right before it is tried (on two cores, passes that tried a second write in flight took other
+clients' p99 to x4, and the cuts that followed left them at a third of the in-tree migrator's speed). Whichever
+signal asks for the deeper cut wins. Only the probe cuts below one write in flight: a limit of 0.4 keeps one write
+in flight 40 % of the time (after a write that took L seconds the next one starts L * (1/0.4 - 1) later), down to
+``min_duty``; it grows back while the probe is within the budget, by a quarter per window, or where the tail
+decides, by as much as the scaled tail allows (at most double).
 One write in flight all the time can still be more than a small control plane gives away quietly; the
 write-latency signal cannot see that, since at one write in flight it measures its own baseline. So where the tail
 can be measured, a pass that learned nothing before it starts at ``tail_start_duty`` (half the time) and lets the
@@ -248,7 +248,8 @@ class GradientLimiter:
     def _grow(self, floor: float) -> None:
         """One more write in flight, or a quarter more of the time below one. Where the tail can be measured, the
         growth is taken only if the tail at this pace, scaled to the next, stays within the tail's aim below the
-        budget (tail_model.py), and it starts the tail over: the next growth waits until the tail has been measured at the new pace."""
+        budget (tail_model.py), and it starts the tail over: the next growth waits until the tail has been measured
+        at the new pace."""
         grown = self.limit + 1.0 if self.limit >= 1.0 else min(1.0, self.limit * self.settings.duty_growth)
         self._last_growth = self.clock()  # a refused growth, too, is asked again only ``probe_grow_every`` later
         if self._tail_gates_growth():
