@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import signal
 import statistics
 import subprocess
@@ -37,6 +36,8 @@ for entry in (str(REPO), str(REPO / "benchmarks")):
 
 import urllib3  # noqa: E402
 
+from crdops_bench.probe import percentile  # noqa: E402  (nearest rank, NaN for none: as the calibration reads)
+
 INTERVAL = 0.05
 NAMESPACE = "default"
 CONFIGMAP = "write-cost-probe"
@@ -44,11 +45,6 @@ READS = {"etcd": "", "cache": "?resourceVersion=0"}  # observer -> query of its 
 ACCEPT_PARTIAL_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 LIST_PAGE, LIST_RATE = 500, 135.0  # objects per page, objects/s: a pass at the in-tree migrator's speed
 SETTLE_S = 10.0  # after start-up and after seeding (tens of thousands of objects through etcd): not a quiet window
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)] if ordered else float("nan")
 
 
 # ---- the observer process --------------------------------------------------------------------------------------
