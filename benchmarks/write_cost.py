@@ -8,9 +8,11 @@ the admin certificate (APF-exempt, so no queueing is measured), GET one ConfigMa
 resourceVersion (read from etcd) and one with resourceVersion=0 (answered from the watch cache). Meanwhile, in
 turn, a bare client does what a migration's pass does, at one pace at a time, each after a quiet window of the same
 length: nothing (idle against idle: how far two quiet windows differ), metadata-only LIST pages of 500 at 135
-objects/s (the listing of a pass at the in-tree migrator's speed, no writes), and no-op merge patches of CRs whose
-storage version was flipped (each one re-encoded and written to etcd, as the re-store writes them) at one write in
-flight a fraction of the time (0.1 = one write, then nine times its latency of nothing) or at N in flight (N >= 1).
+objects/s (the listing of a pass at the in-tree migrator's speed, no writes), an annotation patch of the CRD once per
+such page (what a pass's checkpoint writes: a CRD update wakes the apiserver's CRD controllers), and no-op merge
+patches of CRs whose storage version was flipped (each one re-encoded and written to etcd, as the re-store writes
+them) at one write in flight a fraction of the time (0.1 = one write, then nine times its latency of nothing) or at
+N in flight (N >= 1).
 The phases rotate between repetitions, so no pace always meets the same minute.
 
 Prints, per phase, objects/s and each observer's GET p99 during over its own quiet window before (median and range
@@ -44,6 +46,8 @@ CONFIGMAP = "write-cost-probe"
 READS = {"etcd": "", "cache": "?resourceVersion=0"}  # observer -> query of its GET
 ACCEPT_PARTIAL_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 LIST_PAGE, LIST_RATE = 500, 135.0  # objects per page, objects/s: a pass at the in-tree migrator's speed
+CHECKPOINT_ANNOTATION = "crdops.io/write-cost-checkpoint"
+NO_WRITES = ("idle", "list", "checkpoint")  # phases that write no CR
 SETTLE_S = 10.0  # after start-up and after seeding (tens of thousands of objects through etcd): not a quiet window
 
 
@@ -97,6 +101,7 @@ class Client:
         self.base = f"{cluster.server}/apis/{group}/v1beta1"
         self.plural = plural
         self.paths = [f"/namespaces/{namespaces[i % len(namespaces)]}/{plural}/obj-{i:06d}" for i in range(objects)]
+        self.crd_url = f"{cluster.server}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{plural}.{group}"
         self.lock = threading.Lock()
         self.token: str | None = None
 
@@ -140,6 +145,20 @@ class Client:
             time.sleep(max(0.0, tick - time.monotonic()))
         return listed
 
+    def checkpoints(self, until: float) -> int:
+        """An annotation patch of the CRD once per LIST page at LIST_RATE: what a pass's checkpoint writes."""
+        pages, tick = 0, time.monotonic()
+        while time.monotonic() < until:
+            body = json.dumps({"metadata": {"annotations": {CHECKPOINT_ANNOTATION: str(pages)}}}).encode()
+            resp = self.pool.request("PATCH", self.crd_url, body=body,
+                                     headers={"Content-Type": "application/merge-patch+json"})
+            if resp.status != 200:
+                raise RuntimeError(f"PATCH {self.crd_url}: {resp.status} {resp.data[:200]!r}")
+            pages += 1
+            tick += LIST_PAGE / LIST_RATE
+            time.sleep(max(0.0, tick - time.monotonic()))
+        return pages * LIST_PAGE
+
     def run(self, phase: str, seconds: float) -> int:
         """Objects written (listed, for ``list``) during ``seconds`` of ``phase``."""
         until = time.monotonic() + seconds
@@ -148,6 +167,8 @@ class Client:
             return 0
         if phase == "list":
             return self.list_pages(until)
+        if phase == "checkpoint":
+            return self.checkpoints(until)
         pace = float(phase)
         return self.write_at(pace, until) if pace < 1.0 else self.write_in_flight(int(pace), until)
 
@@ -156,7 +177,7 @@ class Client:
 def objects_needed(phases: list[str], seconds: float) -> int:
     """Enough objects that no phase runs out: up to 200 writes a second at one write in flight, 500 at more (two
     cores), with a margin."""
-    per_s = sum(200.0 * float(p) if float(p) <= 1.0 else 500.0 for p in phases if p not in ("idle", "list"))
+    per_s = sum(200.0 * float(p) if float(p) <= 1.0 else 500.0 for p in phases if p not in NO_WRITES)
     return int(per_s * seconds * 1.3) + 1000
 
 
@@ -199,8 +220,9 @@ def report(rows: list[dict], phases: list[str]) -> None:
 
 
 def label(phase: str) -> str:
-    if phase in ("idle", "list"):
-        return {"idle": "nothing (idle against idle)", "list": f"LIST pages of {LIST_PAGE}, {LIST_RATE:g} objects/s"}[phase]
+    if phase in NO_WRITES:
+        return {"idle": "nothing (idle against idle)", "list": f"LIST pages of {LIST_PAGE}, {LIST_RATE:g} objects/s",
+                "checkpoint": f"a CRD annotation patch per page of {LIST_PAGE} at {LIST_RATE:g} objects/s"}[phase]
     pace = float(phase)
     return f"one write in flight {pace:.0%} of the time" if pace < 1.0 else f"{int(pace)} writes in flight"
 
@@ -218,8 +240,8 @@ def main(argv: list[str]) -> int:
         return 0
     from crdops_bench.contenders import Bench
 
-    base = ["idle", "list"] + [d.strip() for d in args.duties.split(",") if d.strip()]
-    for d in base[2:]:
+    base = list(NO_WRITES) + [d.strip() for d in args.duties.split(",") if d.strip()]
+    for d in base[len(NO_WRITES):]:
         if float(d) <= 0.0:
             ap.error(f"--duties: {d} is not a pace; give fractions of the time (0.1) or writes in flight (1, 8)")
     workdir = Path(tempfile.mkdtemp(prefix="crdops-write-cost-"))
