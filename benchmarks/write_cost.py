@@ -12,8 +12,11 @@ objects/s (the listing of a pass at the in-tree migrator's speed, no writes), an
 such page (what a pass's checkpoint writes: a CRD update wakes the apiserver's CRD controllers), and no-op merge
 patches of CRs whose storage version was flipped (each one re-encoded and written to etcd, as the re-store writes
 them) at one write in flight a fraction of the time (0.1 = one write, then nine times its latency of nothing) or at
-N in flight (N >= 1).
-The phases rotate between repetitions, so no pace always meets the same minute.
+N in flight (N >= 1). A pace written hold<pace> (hold1) holds each write while the writer's own GET, in a thread
+of its own, is slow (over three times the median of its last ones): what pausing through the apiserver's garbage
+collections, which decide the observers' slowest answers at a gentle pace (noise_sources.py), would buy.
+`--phases idle` leaves out the LIST and checkpoint phases. The phases rotate between repetitions, so no pace always
+meets the same minute.
 
 Prints, per phase, objects/s and each observer's GET p99 during over its own quiet window before (median and range
 of the repetitions) and the p99 in ms. A script, not a test: docs/performance.md reads its output.
@@ -21,6 +24,7 @@ of the repetitions) and the p99 in ms. A script, not a test: docs/performance.md
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import signal
 import statistics
@@ -91,10 +95,61 @@ class Observer:
 
 
 # ---- the bare client --------------------------------------------------------------------------------------------
+HOLD = "hold"  # a pace prefixed so (hold1, hold0.5) holds each write while the writer's own GET is slow
+HOLD_FACTOR = 3.0  # slow: over this many times the median of the writer's recent GETs
+HOLD_MIN_S = 0.004  # and over this many seconds (below it a spike is this process's own scheduling)
+
+
+def pace_of(phase: str) -> tuple[float, bool]:
+    """(pace, whether writes hold while the apiserver answers slowly) of a writing phase."""
+    hold = phase.startswith(HOLD)
+    return float(phase[len(HOLD):] if hold else phase), hold
+
+
+class SpikeWatch:
+    """The writer's own GET of the observers' ConfigMap every INTERVAL s, on a connection of its own, in a thread:
+    is the apiserver answering slowly right now? A GET still in flight past the threshold says so before it is
+    answered, which catches a garbage collection of the apiserver a few tens of milliseconds into its mark."""
+
+    def __init__(self, cluster) -> None:
+        pki = cluster.pki
+        self.pool = urllib3.PoolManager(maxsize=1, cert_reqs="CERT_REQUIRED", ca_certs=str(pki.ca_cert), retries=False,
+                                        cert_file=str(pki.admin_cert), key_file=str(pki.admin_key))
+        self.url = f"{cluster.server}/api/v1/namespaces/{NAMESPACE}/configmaps/{CONFIGMAP}"
+        self.recent: collections.deque[float] = collections.deque(maxlen=200)
+        self.sent_at: float | None = None
+        self.last = (0.0, 0.0)  # (answered at, seconds it took)
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stopped.is_set():
+            sent = self.sent_at = time.monotonic()
+            self.pool.request("GET", self.url, headers={"Accept": "application/json"})
+            took = time.monotonic() - sent
+            self.sent_at = None
+            self.recent.append(took)
+            self.last = (time.monotonic(), took)
+            self.stopped.wait(max(0.0, INTERVAL - took))
+
+    def slow_now(self) -> bool:
+        if len(self.recent) < 20:
+            return False
+        limit = max(HOLD_MIN_S, HOLD_FACTOR * statistics.median(self.recent))
+        now, sent, (answered, took) = time.monotonic(), self.sent_at, self.last
+        return (sent is not None and now - sent > limit) or (took > limit and now - answered < 2 * INTERVAL)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.thread.join(timeout=5)
+
+
 class Client:
     """No-op re-store writes of one seeded group's objects, each object once, and its metadata-only LIST pages."""
 
     def __init__(self, cluster, group: str, objects: int, plural: str, namespaces: tuple) -> None:
+        self.cluster = cluster
         pki = cluster.pki
         self.pool = urllib3.PoolManager(maxsize=16, cert_reqs="CERT_REQUIRED", ca_certs=str(pki.ca_cert), retries=False,
                                         cert_file=str(pki.admin_cert), key_file=str(pki.admin_key))
@@ -104,15 +159,20 @@ class Client:
         self.crd_url = f"{cluster.server}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{plural}.{group}"
         self.lock = threading.Lock()
         self.token: str | None = None
+        self.held = 0.0  # seconds a holding phase waited for the apiserver to answer quickly again
 
     def _next(self) -> str | None:
         with self.lock:
             return self.paths.pop() if self.paths else None
 
-    def write_at(self, duty: float, until: float) -> int:
-        """One write in flight ``duty`` of the time (after a write of L s, L * (1/duty - 1) s of nothing)."""
+    def write_at(self, duty: float, until: float, watch: SpikeWatch | None = None) -> int:
+        """One write in flight ``duty`` of the time (after a write of L s, L * (1/duty - 1) s of nothing); with a
+        ``watch``, no write starts while it sees the apiserver answer slowly."""
         done = 0
         while time.monotonic() < until and (path := self._next()) is not None:
+            while watch is not None and watch.slow_now() and time.monotonic() < until:
+                time.sleep(0.005)
+                self.held += 0.005
             t0 = time.monotonic()
             resp = self.pool.request("PATCH", self.base + path, body=b"{}",
                                      headers={"Content-Type": "application/merge-patch+json"})
@@ -169,15 +229,23 @@ class Client:
             return self.list_pages(until)
         if phase == "checkpoint":
             return self.checkpoints(until)
-        pace = float(phase)
-        return self.write_at(pace, until) if pace < 1.0 else self.write_in_flight(int(pace), until)
+        pace, hold = pace_of(phase)
+        if pace > 1.0:
+            return self.write_in_flight(int(pace), until)
+        watch = SpikeWatch(self.cluster) if hold else None
+        try:
+            return self.write_at(pace, until, watch)
+        finally:
+            if watch is not None:
+                watch.stop()
 
 
 # ---- the run ----------------------------------------------------------------------------------------------------
 def objects_needed(phases: list[str], seconds: float) -> int:
     """Enough objects that no phase runs out: up to 200 writes a second at one write in flight, 500 at more (two
     cores), with a margin."""
-    per_s = sum(200.0 * float(p) if float(p) <= 1.0 else 500.0 for p in phases if p not in NO_WRITES)
+    paces = [pace_of(p)[0] for p in phases if p not in NO_WRITES]
+    per_s = sum(200.0 * pace if pace <= 1.0 else 500.0 for pace in paces)
     return int(per_s * seconds * 1.3) + 1000
 
 
@@ -194,7 +262,8 @@ def one_rep(bench, observers: list[Observer], phases: list[str], seconds: float)
         i1 = time.monotonic()
         done = client.run(phase, seconds)
         d1 = time.monotonic()
-        row = {"phase": phase, "objects_s": done / (d1 - i1)}
+        row = {"phase": phase, "objects_s": done / (d1 - i1), "held_share": client.held / (d1 - i1)}
+        client.held = 0.0
         for obs in observers:
             (idle, n_idle), (during, n_during) = obs.p99(i0, i1), obs.p99(i1, d1)
             row[obs.name] = {"idle_p99": idle, "during_p99": during, "multiple": during / idle,
@@ -212,6 +281,8 @@ def report(rows: list[dict], phases: list[str]) -> None:
     for phase in phases:
         mine = [r for r in rows if r["phase"] == phase]
         cells = [f"{statistics.median(r['objects_s'] for r in mine):.0f}"]
+        if phase.startswith(HOLD):
+            cells[0] += f" (held {statistics.median(r.get('held_share', 0.0) for r in mine):.0%} of the time)"
         for name in READS:
             mult = [r[name]["multiple"] for r in mine]
             cells.append(f"x{statistics.median(mult):.2f} ({min(mult):.2f}-{max(mult):.2f})")
@@ -223,8 +294,10 @@ def label(phase: str) -> str:
     if phase in NO_WRITES:
         return {"idle": "nothing (idle against idle)", "list": f"LIST pages of {LIST_PAGE}, {LIST_RATE:g} objects/s",
                 "checkpoint": f"a CRD annotation patch per page of {LIST_PAGE} at {LIST_RATE:g} objects/s"}[phase]
-    pace = float(phase)
-    return f"one write in flight {pace:.0%} of the time" if pace < 1.0 else f"{int(pace)} writes in flight"
+    pace, hold = pace_of(phase)
+    text = (f"one write in flight {pace:.0%} of the time" if pace < 1.0 else "one write in flight all of the time"
+            if pace == 1.0 else f"{int(pace)} writes in flight")
+    return text + (", held while the writer's own GET is slow" if hold else "")
 
 
 def main(argv: list[str]) -> int:
@@ -232,7 +305,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=30.0, help="each quiet window and each phase (default 30)")
     ap.add_argument("--duties", default="0.1,0.25,0.5,1,8",
-                    help="writer paces: below 1 the fraction of the time one write is in flight, else writes in flight")
+                    help="writer paces: below 1 the fraction of the time one write is in flight, else writes in flight; "
+                    f"{HOLD}<pace> (up to 1) holds each write while the writer's own GET is slow")
+    ap.add_argument("--phases", default=",".join(NO_WRITES),
+                    help=f"the phases without CR writes to run beside the paces (default {','.join(NO_WRITES)})")
     ap.add_argument("--observe", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.observe:
@@ -240,10 +316,19 @@ def main(argv: list[str]) -> int:
         return 0
     from crdops_bench.contenders import Bench
 
-    base = list(NO_WRITES) + [d.strip() for d in args.duties.split(",") if d.strip()]
-    for d in base[len(NO_WRITES):]:
-        if float(d) <= 0.0:
-            ap.error(f"--duties: {d} is not a pace; give fractions of the time (0.1) or writes in flight (1, 8)")
+    quiet = [p.strip() for p in args.phases.split(",") if p.strip()]
+    if set(quiet) - set(NO_WRITES):
+        ap.error(f"--phases: {sorted(set(quiet) - set(NO_WRITES))} not among {', '.join(NO_WRITES)}")
+    paces = [d.strip() for d in args.duties.split(",") if d.strip()]
+    for d in paces:
+        try:
+            pace, hold = pace_of(d)
+        except ValueError:
+            pace, hold = 0.0, False
+        if pace <= 0.0 or (hold and pace > 1.0):
+            ap.error(f"--duties: {d} is not a pace; give fractions of the time (0.1), writes in flight (1, 8) or "
+                     f"{HOLD}<fraction up to 1>")
+    base = quiet + paces
     workdir = Path(tempfile.mkdtemp(prefix="crdops-write-cost-"))
     bench = Bench(workdir, kubectl=False, kcm=False)
     bench.kube.post(f"/api/v1/namespaces/{NAMESPACE}/configmaps",

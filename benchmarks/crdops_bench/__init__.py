@@ -12,6 +12,9 @@
                costs everyone else
   observers    the two observers side by side: a ServiceAccount under APF, the APF-exempt admin
   own_probe    our own probe's summary (the engine's pace.probe), read defensively
+  server_gc    the apiserver's garbage collections, from its log (GODEBUG=gctrace=1), on the observers' clock
+  host_stat    the machine's CPU counters once a second, above all the host's steal
+  noise        where the observers' slowest GETs came from: collections, steal, neither (noise_sources.py)
   suites       what one run measures (gentle, calibrate, role, throughput, fleet)
   stats        medians over repetitions
   ratios       the performance targets (gentleness, throughput shares, fixed overhead, rerun) and the

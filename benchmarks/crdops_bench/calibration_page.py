@@ -11,7 +11,7 @@ import math
 import os
 from pathlib import Path
 
-from . import calibration, client_gap, idle_drift, observers, own_probe, tail_floor
+from . import calibration, client_gap, idle_drift, noise, observers, own_probe, tail_floor
 from .calibration_checks import Check, checks, is_calibration, spread_text
 from .observers import OBSERVERS, SHORT
 from .stats import fmt, rows, verified
@@ -66,8 +66,9 @@ def setup_line(run, pts: list, n: int) -> str:
             "of a contender's passes, each over its own repetition's idle p99.")
 
 
-def first_screen(run, n: int, chart_ok: bool) -> str:
-    """The first-screen block of a calibration run at N objects."""
+def first_screen(run, n: int, chart_ok: bool, workdir: Path) -> str:
+    """The first-screen block of a calibration run at N objects (``workdir``: what the run left, for the sources
+    of its noise)."""
     pts = calibration.points(run.raw, n)
     items = checks(pts, run.args.min_idle_samples)
     when = datetime.datetime.fromtimestamp(run.started, datetime.timezone.utc)
@@ -91,6 +92,8 @@ def first_screen(run, n: int, chart_ok: bool) -> str:
 {idle_drift.sentence(calibration.suite_rows(run.raw, n))}
 
 {tail_floor.sentence(calibration.suite_rows(run.raw, n))}
+
+{noise.sentence(workdir, calibration.suite_rows(run.raw, n))}
 
 {observers_line(run)} The full output of this run, one row per contender and repetition, is in the generated
 section below and in [performance-latest.json](performance-latest.json).
@@ -157,7 +160,7 @@ def publish(run, page: Path, workdir: Path) -> list[str]:
         svg.write_text(chart(pts, title, footnote, "" if counts else "NOT A CALIBRATION RUN"))
         said.append(f"wrote {svg}")
         if to_page:
-            page.write_text(replace_first_screen(page.read_text(), first_screen(run, n, chart_ok=True)))
+            page.write_text(replace_first_screen(page.read_text(), first_screen(run, n, chart_ok=True, workdir=workdir)))
             said.append(f"wrote the first-screen block of {page}")
         else:
             said.append(f"first screen of {page.name} left as it was: "

@@ -17,7 +17,7 @@ from .ratios import Ratios
 from .page import free_m
 from .probe import INTERVAL
 from .report import replace_block, rows_json
-from .suites import GENTLE, THROUGHPUT
+from .suites import CALIBRATE_BUDGETS, GENTLE, THROUGHPUT, calibrate_contenders, extra_gentle
 
 SUITES = ("gentle", "calibrate", "role", "throughput", "fleet")
 GENTLE_IDLE_S = 8.0
@@ -83,8 +83,10 @@ def parse(argv=None) -> argparse.Namespace:
         args.idle_seconds = args.min_idle_samples * INTERVAL + 1 if calibrating else GENTLE_IDLE_S
     args.skip = set(filter(None, args.skip.split(",")))
     only = set(filter(None, args.only.split(",")))
-    if only:
-        args.skip |= (set(GENTLE) | set(THROUGHPUT)) - only
+    if only:  # every contender a suite may run, the calibrate suite's budgets included
+        every = (set(GENTLE) | set(THROUGHPUT) | set(extra_gentle(args))
+                 | set(calibrate_contenders(args.budgets or CALIBRATE_BUDGETS)))
+        args.skip |= every - only
     if args.quick:
         args.reps, args.idle_seconds, args.no_write = 1, min(args.idle_seconds, 3.0), True
         args.fleet_n = min(args.fleet_n, 300)
@@ -151,6 +153,9 @@ def execute(run: Run) -> None:
     run.rows_file = workdir / "rows.json"
     print(f"# rows saved to {run.rows_file} (report them with --from-rows if the run is cut short)", flush=True)
     with_kubectl = "kubectl" not in args.skip and bool({"gentle", "throughput"} & set(args.suites))
+    if {"gentle", "calibrate"} & set(args.suites):
+        # the apiserver inherits it and logs each garbage collection: noise_sources.py places them in the windows
+        os.environ.setdefault("GODEBUG", "gctrace=1")
     run.bench = Bench(workdir, kubectl=with_kubectl, kcm="in-tree" not in args.skip)
     run.bench.probe_idle_s = args.probe_idle_seconds
     try:

@@ -19,7 +19,7 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import apf, data, observers, own_probe, role
+from . import apf, data, host_stat, observers, own_probe, role
 from .fleet_measure import proc_cpu_s
 from .intree import InTree
 from .probe import Probe
@@ -127,8 +127,9 @@ class IdleWindow:
         self.t0 = time.monotonic()
         time.sleep(self.seconds)
         self.t1 = time.monotonic()
+        # t0/t1 place the window among the apiserver's collections and the host's steal (noise_sources.py)
         context = dict(settle_s=waited, servers_cores=cores, quiet_below_cores=round(self.quiet_below, 3),
-                       load1=round(os.getloadavg()[0], 2))
+                       load1=round(os.getloadavg()[0], 2), t0=round(self.t0, 3), t1=round(self.t1, 3))
         self.windows = {name: dict(w, quiet=quiet(w), **context)
                         for name, w in observers.windows(self.observers, self.t0, self.t1).items()}
 
@@ -228,6 +229,7 @@ class Runner:
         names = names or GENTLE + extra_gentle(self.args)
         self.observers = observers.start(self.bench)
         pids = server_pids(self.bench.cluster)
+        host = host_stat.HostStat(self.bench.workdir / host_stat.FILE_NAME).start()
         try:
             baseline = observers_only_cores(pids)
             print(f"# servers with only the observers asking: {baseline} cores; a window waits for < "
@@ -241,6 +243,7 @@ class Runner:
                     self.once(suite, name[:2], name, n, rep, functools.partial(self.gentle_run, name, idle))
             self.flow_schemas = observers.flow_schemas(self.bench.kube, self.observers)
         finally:
+            host.stop()
             observers.stop(self.observers)
 
     def calibrate(self, n: int, reps: int) -> None:
