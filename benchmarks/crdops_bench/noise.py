@@ -5,6 +5,7 @@ the apiserver's log and the host's counters.
 """
 from __future__ import annotations
 
+import bisect
 import datetime
 import json
 import math
@@ -12,23 +13,23 @@ import statistics
 from pathlib import Path
 
 from . import host_stat, observers, server_gc
-from .probe import percentile
+from .probe import parse_samples, percentile
 
 IDLE_SEARCH_S = 600.0  # how far before the work an old row's idle window is looked for
 
 
 def get_samples(workdir: Path, observer: str) -> list[tuple[float, float]]:
     """(sent at, ms) of an observer's answered GETs, in order."""
-    out = []
-    for line in observers.sample_file(workdir, observer).read_text().splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[1] == "get" and parts[3] == "200":
-            out.append((float(parts[0]), float(parts[2])))
-    return out
+    text = observers.sample_file(workdir, observer).read_text()
+    samples, _uid = parse_samples(text[:text.rfind("\n") + 1])  # a sampler stopped mid-line leaves half a line
+    return [(s.at, s.ms) for s in samples if s.kind == "get" and s.status == 200]
 
 
 def inside(samples: list[tuple[float, float]], t0: float, t1: float) -> list[tuple[float, float]]:
-    return [s for s in samples if t0 <= s[0] < t1]
+    """The samples sent in [t0, t1); ``samples`` are in the order they were sent."""
+    lo = bisect.bisect_left(samples, t0, key=lambda s: s[0])
+    hi = bisect.bisect_left(samples, t1, key=lambda s: s[0])
+    return samples[lo:hi]
 
 
 def idle_span(row: dict, samples: list[tuple[float, float]], observer: str) -> tuple[float, float] | None:

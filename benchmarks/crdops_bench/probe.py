@@ -96,6 +96,19 @@ def slowest(values: list[float]) -> list[float]:
 KINDS = ("get", "list")
 
 
+def parse_samples(text: str) -> tuple[list[Sample], str]:
+    """A sampler's complete lines (`sent-at kind ms status`) as samples, and the FlowSchema uid it reported ('' if
+    it reported none)."""
+    samples, flow_schema_uid = [], ""
+    for line in text.splitlines():
+        if line.startswith(FLOW_SCHEMA_LINE):
+            flow_schema_uid = line[len(FLOW_SCHEMA_LINE):].strip()
+            continue
+        at, kind, ms, status = line.split()
+        samples.append(Sample(float(at), kind, float(ms), int(status)))
+    return samples, flow_schema_uid
+
+
 class SampleStream:
     """One request kind's sampler process from start() to stop(); window(t0, t1): its samples sent in [t0, t1)."""
 
@@ -138,15 +151,11 @@ class SampleStream:
             chunk = fh.read()
         complete = chunk[:chunk.rfind("\n") + 1]
         self._offset += len(complete.encode())
-        before = len(self.samples)
-        for line in complete.splitlines():
-            if line.startswith(FLOW_SCHEMA_LINE):
-                self.flow_schema_uid = line[len(FLOW_SCHEMA_LINE):].strip()
-                continue
-            at, kind, ms, status = line.split()
-            self.samples.append(Sample(float(at), kind, float(ms), int(status)))
-            self._sent.append(float(at))
-        return len(self.samples) - before
+        fresh, flow_schema_uid = parse_samples(complete)
+        self.flow_schema_uid = flow_schema_uid or self.flow_schema_uid
+        self.samples.extend(fresh)
+        self._sent.extend(s.at for s in fresh)
+        return len(fresh)
 
     def window(self, t0: float, t1: float) -> list[Sample]:
         self.read()

@@ -83,3 +83,21 @@ def test_an_old_rows_idle_window_is_found_again_from_its_count_percentiles_and_m
     assert idle_span(row, samples, "apf-exempt") == (101.0, 103.0)
     other = {"get": dict(summary["get"], p50=99.0)}
     assert idle_span({"t0": 125.0, "exempt_idle": other}, samples, "apf-exempt") is None
+
+
+def test_the_sample_reader_is_shared_and_a_half_written_last_line_is_left_for_later(tmp_path):
+    from benchmarks.crdops_bench import noise, observers
+    from benchmarks.crdops_bench.probe import FLOW_SCHEMA_LINE, SampleStream, parse_samples
+
+    text = f"{FLOW_SCHEMA_LINE}uid-1\n1.0 get 4.5 200\n1.05 get 9.0 429\n1.1 list 12.0 200\n2.0 get 6.25 200\n2.05 ge"
+    path = observers.sample_file(tmp_path, "sa")
+    path.write_text(text)
+    samples, uid = parse_samples(text[:text.rfind("\n") + 1])
+    assert uid == "uid-1" and [s.kind for s in samples] == ["get", "get", "list", "get"]
+    assert noise.get_samples(tmp_path, "sa") == [(1.0, 4.5), (2.0, 6.25)]
+    assert noise.inside(noise.get_samples(tmp_path, "sa"), 1.0, 2.0) == [(1.0, 4.5)]
+    stream = SampleStream(None, "get", path)
+    assert stream.read() == 4 and stream.flow_schema_uid == "uid-1"
+    with open(path, "a") as fh:
+        fh.write("t 7.0 200\n")
+    assert stream.read() == 1 and stream.samples[-1].ms == 7.0 and stream.flow_schema_uid == "uid-1"
