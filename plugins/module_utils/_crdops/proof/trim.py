@@ -93,14 +93,7 @@ def trim_stored_versions(
     accept_settle_fallback: bool = False,
 ) -> TrimResult:
     """Trim one CRD. ``event_errors`` collects Events that could not be posted about a refusal."""
-    cluster = transport.cluster_label
-    resp = transport.request("GET", crd_path(crd_name))
-    if resp.status == 404:
-        raise NotFoundError("refusing to trim: CRD not found", cluster=cluster, crd=crd_name, status=404,
-                            api_message=resp.api_message())
-    if not resp.ok:
-        raise error_from_response(resp, "GET CRD", cluster=cluster, crd=crd_name)
-    crd = Crd.from_api(resp.json())
+    crd = read_crd(transport, crd_name)
     try:
         after = compute_stored_versions(crd, versions)
     except RefusalError as exc:
@@ -112,42 +105,63 @@ def trim_stored_versions(
                         changed=False, record=validation.to_dict(), check_mode=check_mode)
     if after == before:
         return result
-    if validation.ok and validation.record is not None and validation.record.proof == PROOF_NONE and not (
-            accept_unproven or force):
-        raise refused(transport, crd, RecordError(
+    refusal = record_refusal(crd, validation, before, after, force=force, accept_unproven=accept_unproven,
+                             accept_settle_fallback=accept_settle_fallback)
+    if refusal is not None:
+        raise refused(transport, crd, refusal, check_mode, event_errors)
+    result.forced = not validation.ok
+    result.changed = True
+    if not check_mode:
+        write_trim(transport, crd, result, event_errors)
+        trimmed(transport, crd, result)
+    return result
+
+
+def read_crd(transport: Transport, crd_name: str) -> Crd:
+    resp = transport.request("GET", crd_path(crd_name))
+    if resp.status == 404:
+        raise NotFoundError("refusing to trim: CRD not found", cluster=transport.cluster_label, crd=crd_name,
+                            status=404, api_message=resp.api_message())
+    if not resp.ok:
+        raise error_from_response(resp, "GET CRD", cluster=transport.cluster_label, crd=crd_name)
+    return Crd.from_api(resp.json())
+
+
+def record_refusal(crd: Crd, validation: RecordValidation, before: List[str], after: List[str], *, force: bool,
+                   accept_unproven: bool, accept_settle_fallback: bool) -> Optional[RecordError]:
+    """Why the migration record does not allow this trim, or None: it has no proof, its pass began after the HA
+    barrier's settle fallback and is proven only by a confirming pass, or it is not valid (unless ``force``)."""
+    record = validation.record if validation.ok else None
+    if record is not None and record.proof == PROOF_NONE and not (accept_unproven or force):
+        return RecordError(
             "refusing to trim status.storedVersions %s -> %s: the migration record has no proof (proof none: no etcd "
             "scan and no confirming pass showed that every object is at the storage version; written with "
             "confirm_passes=0, or by an earlier run that recorded no proof). Run crd_storage_migrate again with force=true (a "
             "confirming pass, or etcd_url), or check etcd with crd_storage_verify and then set accept_unproven=true"
-            % (before, after), cluster=cluster, crd=crd.name), check_mode, event_errors)
-    if validation.ok and validation.record is not None and validation.record.barrier_mode == SETTLE_MODE and not (
-            accept_settle_fallback or force or validation.record.proof == PROOF_ETCD):
-        raise refused(transport, crd, RecordError(
+            % (before, after), crd=crd.name)
+    if record is not None and record.barrier_mode == SETTLE_MODE and not (
+            accept_settle_fallback or force or record.proof == PROOF_ETCD):
+        return RecordError(
             "refusing to trim status.storedVersions %s -> %s: the pass behind the migration record began after the HA "
             "barrier's settle fallback (not every apiserver could be reached, so the run waited instead of seeing each "
             "one write %s), and its proof is a confirming pass: an apiserver still encoding an older version answers "
             "'unchanged' to it too. Prove it from etcd (etcd_url), run again with every apiserver in "
             "apiserver_endpoints, or accept the risk with accept_settle_fallback=true (role: "
-            "crd_upgrade_accept_settle_fallback)" % (before, after, crd.storage_version),
-            cluster=cluster, crd=crd.name), check_mode, event_errors)
-    if not validation.ok:
-        if not force:
-            raise refused(transport, crd, RecordError(
-                "refusing to trim status.storedVersions %s -> %s: migration record %s"
-                % (before, after, validation.reason), cluster=cluster, crd=crd.name), check_mode, event_errors)
-        result.forced = True
-    result.changed = True
-    if check_mode:
-        return result
-    body = {"metadata": {"resourceVersion": crd.resource_version}, "status": {"storedVersions": after}}
+            "crd_upgrade_accept_settle_fallback)" % (before, after, crd.storage_version), crd=crd.name)
+    if not validation.ok and not force:
+        return RecordError("refusing to trim status.storedVersions %s -> %s: migration record %s"
+                           % (before, after, validation.reason), crd=crd.name)
+    return None
+
+
+def write_trim(transport: Transport, crd: Crd, result: TrimResult, event_errors: Optional[List[str]]) -> None:
+    """The status patch, locked on the resourceVersion read; ``result.after`` becomes what the apiserver kept."""
+    body = {"metadata": {"resourceVersion": crd.resource_version}, "status": {"storedVersions": result.after}}
     resp = transport.request("PATCH", crd_path(crd.name) + "/status", body=dumps(body), content_type=MERGE_PATCH)
     if resp.status == 409:
         raise refused(transport, crd, ConflictError(
             "CRD changed since it was read; storedVersions not trimmed, read it again",
-            cluster=cluster, crd=crd.name, status=409, api_message=resp.api_message()), check_mode, event_errors)
+            crd=crd.name, status=409, api_message=resp.api_message()), False, event_errors)
     if not resp.ok:
-        raise error_from_response(resp, "PATCH CRD status", cluster=cluster, crd=crd.name)
-    written = Crd.from_api(resp.json())
-    result.after = list(written.stored_versions)
-    trimmed(transport, crd, result)
-    return result
+        raise error_from_response(resp, "PATCH CRD status", cluster=transport.cluster_label, crd=crd.name)
+    result.after = list(Crd.from_api(resp.json()).stored_versions)
