@@ -13,8 +13,9 @@ such page (what a pass's checkpoint writes: a CRD update wakes the apiserver's C
 patches of CRs whose storage version was flipped (each one re-encoded and written to etcd, as the re-store writes
 them) at one write in flight a fraction of the time (0.1 = one write, then nine times its latency of nothing) or at
 N in flight (N >= 1). A pace written hold<pace> (hold1) holds each write while the writer's own GET, in a thread
-of its own, is slow (over three times the median of its last ones): what pausing through the apiserver's garbage
-collections, which decide the observers' slowest answers at a gentle pace (noise_sources.py), would buy.
+of its own, is slow (over three times the median of its last ones; hold0.5x2: twice): what pausing through the
+apiserver's garbage collections, which decide the observers' slowest answers at a gentle pace (noise_sources.py),
+would buy.
 `--phases idle` leaves out the LIST and checkpoint phases. The phases rotate between repetitions, so no pace always
 meets the same minute.
 
@@ -96,14 +97,17 @@ class Observer:
 
 # ---- the bare client --------------------------------------------------------------------------------------------
 HOLD = "hold"  # a pace prefixed so (hold1, hold0.5) holds each write while the writer's own GET is slow
-HOLD_FACTOR = 3.0  # slow: over this many times the median of the writer's recent GETs
+HOLD_FACTOR = 3.0  # slow: over this many times the median of the writer's recent GETs (hold0.5x2: 2 times)
 HOLD_MIN_S = 0.004  # and over this many seconds (below it a spike is this process's own scheduling)
 
 
-def pace_of(phase: str) -> tuple[float, bool]:
-    """(pace, whether writes hold while the apiserver answers slowly) of a writing phase."""
-    hold = phase.startswith(HOLD)
-    return float(phase[len(HOLD):] if hold else phase), hold
+def pace_of(phase: str) -> tuple[float, float | None]:
+    """(pace, None, or the multiple of its recent median over which the writer's own GET holds the writes) of a
+    writing phase: 0.5, hold0.5 (HOLD_FACTOR), hold0.5x2."""
+    if not phase.startswith(HOLD):
+        return float(phase), None
+    pace, _x, factor = phase[len(HOLD):].partition("x")
+    return float(pace), float(factor) if factor else HOLD_FACTOR
 
 
 class SpikeWatch:
@@ -111,8 +115,9 @@ class SpikeWatch:
     is the apiserver answering slowly right now? A GET still in flight past the threshold says so before it is
     answered, which catches a garbage collection of the apiserver a few tens of milliseconds into its mark."""
 
-    def __init__(self, cluster) -> None:
+    def __init__(self, cluster, factor: float = HOLD_FACTOR) -> None:
         pki = cluster.pki
+        self.factor = factor
         self.pool = urllib3.PoolManager(maxsize=1, cert_reqs="CERT_REQUIRED", ca_certs=str(pki.ca_cert), retries=False,
                                         cert_file=str(pki.admin_cert), key_file=str(pki.admin_key))
         self.url = f"{cluster.server}/api/v1/namespaces/{NAMESPACE}/configmaps/{CONFIGMAP}"
@@ -136,7 +141,7 @@ class SpikeWatch:
     def slow_now(self) -> bool:
         if len(self.recent) < 20:
             return False
-        limit = max(HOLD_MIN_S, HOLD_FACTOR * statistics.median(self.recent))
+        limit = max(HOLD_MIN_S, self.factor * statistics.median(self.recent))
         now, sent, (answered, took) = time.monotonic(), self.sent_at, self.last
         return (sent is not None and now - sent > limit) or (took > limit and now - answered < 2 * INTERVAL)
 
@@ -232,7 +237,7 @@ class Client:
         pace, hold = pace_of(phase)
         if pace > 1.0:
             return self.write_in_flight(int(pace), until)
-        watch = SpikeWatch(self.cluster) if hold else None
+        watch = SpikeWatch(self.cluster, hold) if hold else None
         try:
             return self.write_at(pace, until, watch)
         finally:
@@ -297,7 +302,7 @@ def label(phase: str) -> str:
     pace, hold = pace_of(phase)
     text = (f"one write in flight {pace:.0%} of the time" if pace < 1.0 else "one write in flight all of the time"
             if pace == 1.0 else f"{int(pace)} writes in flight")
-    return text + (", held while the writer's own GET is slow" if hold else "")
+    return text + (f", held while the writer's own GET takes over x{hold:g} its median" if hold else "")
 
 
 def main(argv: list[str]) -> int:
@@ -306,7 +311,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--seconds", type=float, default=30.0, help="each quiet window and each phase (default 30)")
     ap.add_argument("--duties", default="0.1,0.25,0.5,1,8",
                     help="writer paces: below 1 the fraction of the time one write is in flight, else writes in flight; "
-                    f"{HOLD}<pace> (up to 1) holds each write while the writer's own GET is slow")
+                    f"{HOLD}<pace>[x<factor>] (pace up to 1) holds each write while the writer's own GET takes "
+                    f"over <factor> (default {HOLD_FACTOR:g}) times its recent median")
     ap.add_argument("--phases", default=",".join(NO_WRITES),
                     help=f"the phases without CR writes to run beside the paces (default {','.join(NO_WRITES)})")
     ap.add_argument("--observe", help=argparse.SUPPRESS)
@@ -324,10 +330,10 @@ def main(argv: list[str]) -> int:
         try:
             pace, hold = pace_of(d)
         except ValueError:
-            pace, hold = 0.0, False
-        if pace <= 0.0 or (hold and pace > 1.0):
+            pace, hold = 0.0, None
+        if pace <= 0.0 or (hold is not None and (pace > 1.0 or hold <= 1.0)):
             ap.error(f"--duties: {d} is not a pace; give fractions of the time (0.1), writes in flight (1, 8) or "
-                     f"{HOLD}<fraction up to 1>")
+                     f"{HOLD}<fraction up to 1>[x<factor over 1>]")
     base = quiet + paces
     workdir = Path(tempfile.mkdtemp(prefix="crdops-write-cost-"))
     bench = Bench(workdir, kubectl=False, kcm=False)
