@@ -12,12 +12,14 @@ summary.
 Prints per row and observer, for the idle window and the work: the apiserver's collections per minute and the
 share of the window they took, the share of the slowest 1 % of GETs sent in a collection, the GET p99 with and
 without the GETs sent in one, and the CPU share the host took (steal); then the same per contender, medians over
-the repetitions. A script, not a test: docs/performance.md reads its output.
+the repetitions; then per contender how slow the GETs sent inside a collection were, and the others. A script, not
+a test: docs/performance.md reads its output.
 """
 from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -26,8 +28,9 @@ for entry in (str(REPO), str(REPO / "benchmarks")):
     if entry not in sys.path:
         sys.path.insert(0, entry)
 
-from crdops_bench import host_stat, observers  # noqa: E402
+from crdops_bench import host_stat, observers, server_gc  # noqa: E402
 from crdops_bench.noise import Sources, median_of  # noqa: E402
+from crdops_bench.probe import percentile  # noqa: E402
 
 
 def pct(x: float) -> str:
@@ -68,6 +71,27 @@ def print_contenders(analysed: list[tuple[dict, dict]]) -> None:
                   f"{pct(median_of(cells, 'during', 'slowest_in_gc'))} | {pct(max(steal)) if steal else '-'} |")
 
 
+def print_inside_outside(sources: Sources) -> None:
+    """Per contender, every pass and both observers pooled: how slow a GET sent inside a collection was, and one
+    sent outside; how many collections its passes met, and how long they took."""
+    print("\n| contender | GETs inside a collection: p50 / p90 / p99 ms (GETs) | outside: p50 / p99 ms | collections in "
+          "the passes, their median length |")
+    print("|---|---|---|---|")
+    for name in dict.fromkeys(row["contender"] for row in sources.rows):
+        rows = [row for row in sources.rows if row["contender"] == name]
+        inside_gc, outside_gc = [], []
+        for row, obs in ((row, obs) for row in rows for obs in observers.OBSERVERS):
+            found = sources.split(obs, row["t0"], row["t1"])
+            inside_gc += found[0]
+            outside_gc += found[1]
+        gcs = [gc for row in rows for gc in server_gc.within(sources.collections, row["t0"], row["t1"])]
+        seconds = sum(row["t1"] - row["t0"] for row in rows)
+        length = statistics.median(gc.seconds for gc in gcs) if gcs else math.nan
+        print(f"| {name} | {percentile(inside_gc, 50):.1f} / {percentile(inside_gc, 90):.1f} / "
+              f"{percentile(inside_gc, 99):.1f} ({len(inside_gc):,}) | {percentile(outside_gc, 50):.1f} / "
+              f"{percentile(outside_gc, 99):.1f} | {len(gcs)} in {seconds:.0f} s, {length:.2f} s |")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     ap.add_argument("workdir", type=Path, help="a benchmarks/run.py workdir (the `# workdir` line it prints)")
@@ -81,6 +105,7 @@ def main(argv: list[str]) -> int:
     analysed = [(row, sources.row(row)) for row in sources.rows]
     print_rows(analysed)
     print_contenders(analysed)
+    print_inside_outside(sources)
     return 0
 
 

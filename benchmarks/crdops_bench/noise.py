@@ -85,6 +85,14 @@ class Sources:
                 "slowest_in_gc": sum(gc for _ms, gc in slowest) / len(slowest) if slowest else math.nan,
                 "steal": host_stat.share(self.host, t0, t1)}
 
+    def split(self, observer: str, t0: float, t1: float) -> tuple[list[float], list[float]]:
+        """One observer's GET latencies (ms) in [t0, t1): those sent inside a collection, and the others."""
+        near = server_gc.within(self.collections, t0 - 1.0, t1)
+        inside_gc, outside_gc = [], []
+        for at, ms in inside(self.samples[observer], t0, t1):
+            (inside_gc if server_gc.during_any(near, at) else outside_gc).append(ms)
+        return inside_gc, outside_gc
+
     def row(self, row: dict) -> dict:
         """Per observer: the idle window and the work's, and their p99 multiples with and without collections."""
         out = {}

@@ -101,3 +101,13 @@ def test_the_sample_reader_is_shared_and_a_half_written_last_line_is_left_for_la
     with open(path, "a") as fh:
         fh.write("t 7.0 200\n")
     assert stream.read() == 1 and stream.samples[-1].ms == 7.0 and stream.flow_schema_uid == "uid-1"
+
+
+def test_a_windows_gets_are_split_by_whether_a_collection_ran_when_they_were_sent():
+    from benchmarks.crdops_bench import noise
+
+    sources = noise.Sources.__new__(noise.Sources)
+    sources.collections = [server_gc.Collection(start=10.0, seconds=0.5, heap_before_mb=400, live_mb=200)]
+    sources.samples = {"sa": [(9.0, 3.0), (9.95, 20.0), (10.2, 30.0), (10.6, 4.0), (12.0, 5.0)]}
+    inside_gc, outside_gc = sources.split("sa", 9.5, 12.0)
+    assert inside_gc == [20.0, 30.0] and outside_gc == [4.0]  # sent just before it and answered in it counts
