@@ -68,18 +68,21 @@ class Sources:
         self.host = host_stat.read(host) if host.exists() else []
         self.samples = {obs: get_samples(workdir, obs) for obs in observers.OBSERVERS}
 
-    def window(self, observer: str, t0: float, t1: float) -> dict:
-        """One observer's GETs in [t0, t1) beside the collections and the host's steal over it."""
-        mine = inside(self.samples[observer], t0, t1)
-        gcs = server_gc.within(self.collections, t0, t1)
+    def flagged(self, observer: str, t0: float, t1: float) -> list[tuple[float, bool]]:
+        """One observer's GET latencies (ms) in [t0, t1), each with whether it was sent inside a collection."""
         # a collection that began up to a second before the window may still run in it
         near = server_gc.within(self.collections, t0 - 1.0, t1)
-        in_gc = [server_gc.during_any(near, at) for at, _ms in mine]
-        ranked = sorted(zip((ms for _at, ms in mine), in_gc), reverse=True)
+        return [(ms, server_gc.during_any(near, at)) for at, ms in inside(self.samples[observer], t0, t1)]
+
+    def window(self, observer: str, t0: float, t1: float) -> dict:
+        """One observer's GETs in [t0, t1) beside the collections and the host's steal over it."""
+        mine = self.flagged(observer, t0, t1)
+        gcs = server_gc.within(self.collections, t0, t1)
+        ranked = sorted(mine, reverse=True)
         slowest = ranked[:max(1, math.ceil(len(ranked) / 100))]
         minutes = (t1 - t0) / 60.0
-        return {"n": len(mine), "p99": percentile([ms for _at, ms in mine], 99),
-                "p99_outside_gc": percentile([ms for (_at, ms), gc in zip(mine, in_gc) if not gc], 99),
+        return {"n": len(mine), "p99": percentile([ms for ms, _gc in mine], 99),
+                "p99_outside_gc": percentile([ms for ms, gc in mine if not gc], 99),
                 "gc_per_min": len(gcs) / minutes if minutes else math.nan,
                 "gc_time_share": sum(gc.seconds for gc in gcs) / (t1 - t0) if t1 > t0 else math.nan,
                 "slowest_in_gc": sum(gc for _ms, gc in slowest) / len(slowest) if slowest else math.nan,
@@ -87,11 +90,8 @@ class Sources:
 
     def split(self, observer: str, t0: float, t1: float) -> tuple[list[float], list[float]]:
         """One observer's GET latencies (ms) in [t0, t1): those sent inside a collection, and the others."""
-        near = server_gc.within(self.collections, t0 - 1.0, t1)
-        inside_gc, outside_gc = [], []
-        for at, ms in inside(self.samples[observer], t0, t1):
-            (inside_gc if server_gc.during_any(near, at) else outside_gc).append(ms)
-        return inside_gc, outside_gc
+        mine = self.flagged(observer, t0, t1)
+        return [ms for ms, gc in mine if gc], [ms for ms, gc in mine if not gc]
 
     def row(self, row: dict) -> dict:
         """Per observer: the idle window and the work's, and their p99 multiples with and without collections."""
