@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ..kube.crd import Crd, crd_path
 from ..kube.errors import ConflictError, CrdOpsError, NotFoundError, RecordError, RefusalError
+from ..kube.selection import get_crd
 from ..record.events import TRIM_REFUSED, TRIM_SUCCEEDED, emit_crd_event
 from ..record.record import PROOF_ETCD, PROOF_NONE, RecordValidation, validate_record
 from ..kube.transport import MERGE_PATCH, Transport, dumps, error_from_response
@@ -118,13 +119,12 @@ def trim_stored_versions(
 
 
 def read_crd(transport: Transport, crd_name: str) -> Crd:
-    resp = transport.request("GET", crd_path(crd_name))
-    if resp.status == 404:
+    """The CRD to trim; one deleted since it was selected is a refusal of its own (docs/troubleshooting.md)."""
+    try:
+        return get_crd(transport, crd_name)
+    except NotFoundError as exc:
         raise NotFoundError("refusing to trim: CRD not found", cluster=transport.cluster_label, crd=crd_name,
-                            status=404, api_message=resp.api_message())
-    if not resp.ok:
-        raise error_from_response(resp, "GET CRD", cluster=transport.cluster_label, crd=crd_name)
-    return Crd.from_api(resp.json())
+                            status=404, api_message=exc.api_message) from None
 
 
 def record_refusal(crd: Crd, validation: RecordValidation, before: List[str], after: List[str], *, force: bool,

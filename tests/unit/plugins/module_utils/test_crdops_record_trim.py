@@ -216,3 +216,11 @@ def test_the_record_keeps_the_barrier_mode():
     text = _settled_record("confirming-pass")[RECORD_ANNOTATION]
     assert MigrationRecord.from_annotation(text).barrier_mode == "settle-fallback"
     assert "barrier settle-fallback" in validate_record(Crd.from_api(make_crd(annotations={RECORD_ANNOTATION: text}))).reason
+
+
+def test_a_crd_deleted_since_it_was_selected_is_a_refusal_that_names_it_and_writes_nothing():
+    c = FakeCluster()
+    with pytest.raises(NotFoundError) as ei:
+        trim_stored_versions(c, NAME)
+    assert str(ei.value).startswith("[cluster ") and "CRD %s] refusing to trim: CRD not found (HTTP 404)" % NAME in str(ei.value)
+    assert ei.value.status == 404 and c.crd_writes == 0
