@@ -17,7 +17,7 @@ from .ratios import Ratios
 from .page import free_m
 from .probe import INTERVAL
 from .report import replace_block, rows_json
-from .suites import CALIBRATE_BUDGETS, GENTLE, THROUGHPUT, calibrate_contenders, extra_gentle
+from .suites import CALIBRATE_BUDGETS, GENTLE, THROUGHPUT, against_contenders, calibrate_contenders, extra_gentle
 
 SUITES = ("gentle", "calibrate", "role", "throughput", "fleet")
 GENTLE_IDLE_S = 8.0
@@ -64,6 +64,9 @@ def parse(argv=None) -> argparse.Namespace:
     ap.add_argument("--budgets", type=csv_floats, default=[], help="gentle suite: also ours-gentle holding each of "
                     "these latency budgets (contenders ours-gentle-budget-<b>; ours-gentle holds the default, 2); "
                     "calibrate suite: the budgets beside the default (default 1.5,3,4)")
+    ap.add_argument("--against", metavar="REF", help="gentle and calibrate suites: also ours-gentle as the engine of "
+                    "git commit REF (contender ours-gentle@REF), interleaved with this tree's: an engine change "
+                    "judged side by side in one run")
     ap.add_argument("--skip", default="", help="comma list of contenders to skip (in-tree, kubectl, ansible, ...)")
     ap.add_argument("--only", default="", help="comma list: run only these contenders of the suites run")
     ap.add_argument("--out", default=str(REPO / "docs" / "performance.md"))
@@ -85,7 +88,7 @@ def parse(argv=None) -> argparse.Namespace:
     only = set(filter(None, args.only.split(",")))
     if only:  # every contender a suite may run, the calibrate suite's budgets included
         every = (set(GENTLE) | set(THROUGHPUT) | set(extra_gentle(args))
-                 | set(calibrate_contenders(args.budgets or CALIBRATE_BUDGETS)))
+                 | set(calibrate_contenders(args.budgets or CALIBRATE_BUDGETS, against_contenders(args))))
         args.skip |= every - only
     if args.quick:
         args.reps, args.idle_seconds, args.no_write = 1, min(args.idle_seconds, 3.0), True

@@ -46,6 +46,7 @@ class Bench:
         (workdir / "logs").mkdir(parents=True, exist_ok=True)
         self.collections = engine.snapshot()
         engine.use(self.collections)
+        self.earlier: dict[str, str] = {}  # git ref -> a snapshot of the engine as it was there (--against)
         self.binaries = find_binaries(with_kcm=kcm)  # builds what is missing (KCM: benchmark only)
         self.cluster = start_cluster("bench", workdir / "bench", self.binaries)
         self.kube = admin_kube(self.cluster)
@@ -100,9 +101,14 @@ class Bench:
         return {"host": self.cluster.server, "ca_cert": str(pki.ca_cert), "client_cert": str(pki.admin_cert),
                 "client_key": str(pki.admin_key)}
 
-    def engine(self, group: str, options: dict, ready=nothing, profile=None, auth: dict | None = None) -> dict:
+    def engine(self, group: str, options: dict, ready=nothing, profile=None, auth: dict | None = None,
+               ref: str | None = None) -> dict:
+        """Our engine's pass in a child process: this tree's, or with ``ref`` the one of that git commit."""
+        if ref is not None and ref not in self.earlier:
+            self.earlier[ref] = engine.snapshot(ref)
+        collections = self.earlier[ref] if ref is not None else self.collections
         ready()
-        out = run_child("engine", {"collections": self.collections, "auth": auth or self.migrator.engine_auth(),
+        out = run_child("engine", {"collections": collections, "auth": auth or self.migrator.engine_auth(),
                                    "crd": data.crd_name(group), "options": options, "profile": profile,
                                    "probe_idle_s": self.probe_idle_s})
         r = out["result"]

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import io
+import os
+import shutil
+import subprocess
 import sys
+import tarfile
 import tempfile
 from types import ModuleType
 
@@ -19,10 +24,22 @@ PACKAGE = "ansible_collections.crdops.migration.plugins.module_utils._crdops"
 SNAPSHOT_ITEMS = ("galaxy.yml", "meta", "plugins", "roles", "playbooks")
 
 
-def snapshot() -> str:
-    """A collections root holding a copy of what Ansible loads of this collection."""
+def snapshot(ref: str | None = None) -> str:
+    """A collections root holding a copy of what Ansible loads of this collection: of the working tree, or as it
+    was at the git commit ``ref`` (an engine to compare with this one in the same run)."""
     root = tempfile.mkdtemp(prefix="crdops-bench-collections-")
-    collection_tree.copy(root, str(REPO), only=SNAPSHOT_ITEMS)
+    if ref is None:
+        collection_tree.copy(root, str(REPO), only=SNAPSHOT_ITEMS)
+        return root
+    dest = collection_tree.collection_dir(root)
+    os.makedirs(dest)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", ref, *SNAPSHOT_ITEMS],
+                             capture_output=True, check=False)
+    if archive.returncode != 0:
+        shutil.rmtree(root)
+        raise SystemExit(f"--against {ref}: git archive failed: {archive.stderr.decode(errors='replace').strip()}")
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(dest, filter="data")
     return root
 
 

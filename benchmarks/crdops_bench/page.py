@@ -24,6 +24,8 @@ CONTENDERS = [
                         "header first (suite calibrate always; suite gentle with `--apf`)"),
     ("ours-gentle-budget-B", "`ours-gentle` holding `latency_budget: B` (suite calibrate: 1.5, 3 and 4 beside "
                              "the default 2; suite gentle with `--budgets`)"),
+    ("ours-gentle@REF", "`ours-gentle` as the engine of git commit REF was (`--against REF`), interleaved with this "
+                        "tree's: an engine change and what it changed, side by side in one run"),
     ("ours-default / ours-best", "the same with `RestoreOptions()` / `workers={best_workers}`"),
     ("ansible / rerun-ansible", "`ansible-playbook` with one `crd_storage_migrate` task (`workers={best_workers}`), wall "
                                 "clock including Ansible start-up; then the same playbook again (the record skips the CRD)"),

@@ -29,6 +29,7 @@ GENTLE = ("ceiling", "ours-gentle", "ours-max", "in-tree", "kubectl")
 APF = "ours-gentle-apf"  # --apf: ours-gentle under the shipped FlowSchema (apf.py)
 ADMIN = "ours-gentle-admin"  # --admin: ours-gentle as a system:masters certificate, which APF exempts
 BUDGET = "ours-gentle-budget-"  # --budgets: ours-gentle holding another latency budget than the default
+AGAINST = "ours-gentle@"  # --against REF: ours-gentle as the engine of git commit REF (an engine change's A/B)
 DEFAULT_BUDGET = 2.0  # crd_storage_migrate's latency_budget default: ours-gentle holds it
 CALIBRATE_BUDGETS = (1.5, 3.0, 4.0)  # the calibrate suite's budgets beside the default
 
@@ -40,21 +41,26 @@ def budget_contender(budget: float) -> str:
 def extra_gentle(args) -> tuple:
     """The gentle suite's contenders beside GENTLE that this command asked for."""
     return (((APF,) if args.apf else ()) + ((ADMIN,) if args.admin else ())
-            + tuple(budget_contender(b) for b in args.budgets))
+            + tuple(budget_contender(b) for b in args.budgets) + against_contenders(args))
 
 
-def calibrate_contenders(budgets) -> tuple:
-    """in-tree, ours at each budget in order (the default as ours-gentle), ours at the default under APF."""
+def against_contenders(args) -> tuple:
+    return (f"{AGAINST}{args.against}",) if getattr(args, "against", None) else ()
+
+
+def calibrate_contenders(budgets, against: tuple = ()) -> tuple:
+    """in-tree, ours at each budget in order (the default as ours-gentle), ours at the default under APF, then
+    the default of an earlier engine (--against)."""
     ours = sorted({float(b) for b in budgets} | {DEFAULT_BUDGET})
     return (("in-tree",) + tuple("ours-gentle" if b == DEFAULT_BUDGET else budget_contender(b) for b in ours)
-            + (APF,))
+            + (APF,) + against)
 
 
 def budget_of(contender: str) -> float:
     """The latency budget a contender of ours holds (NaN for another contender)."""
     if contender.startswith(BUDGET):
         return float(contender[len(BUDGET):])
-    return DEFAULT_BUDGET if contender in ("ours-gentle", APF, ADMIN) else float("nan")
+    return DEFAULT_BUDGET if contender in ("ours-gentle", APF, ADMIN) or contender.startswith(AGAINST) else float("nan")
 
 
 def rotated(order: tuple, rep: int) -> list:
@@ -200,6 +206,8 @@ class Runner:
             return b.engine(group, {"pace": "gentle"}, ready, auth=b.admin_auth())
         if name.startswith(BUDGET):
             return b.engine(group, {"pace": "gentle", "latency_budget": float(name[len(BUDGET):])}, ready)
+        if name.startswith(AGAINST):
+            return b.engine(group, {"pace": "gentle"}, ready, ref=name[len(AGAINST):])
         if name in ("ours-gentle", "ours-max"):
             return b.engine(group, {"pace": name.split("-")[1]}, ready)
         if name == "in-tree":
@@ -247,7 +255,8 @@ class Runner:
             observers.stop(self.observers)
 
     def calibrate(self, n: int, reps: int) -> None:
-        self.gentle(n, reps, "calibrate", calibrate_contenders(self.args.budgets or CALIBRATE_BUDGETS))
+        self.gentle(n, reps, "calibrate", calibrate_contenders(self.args.budgets or CALIBRATE_BUDGETS,
+                                                              against_contenders(self.args)))
 
     # ---- role ------------------------------------------------------------------------------------
     def role(self, sizes: list, reps: int, rerun_n: int) -> None:
