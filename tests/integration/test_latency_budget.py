@@ -116,19 +116,22 @@ def test_the_pass_reports_what_other_clients_saw_and_agrees_with_an_outside_clie
 def test_a_load_started_mid_pass_slows_the_pace_through_what_the_probe_sees(cluster, kube, group, tmp_path):
     s = seeded(kube, cluster, group)
     progress, stop_file = tmp_path / "progress.json", tmp_path / "stop-load"
-    # a pass of 40 s or more (max_qps 75): room for the limit to grow, then for the load to show in the probe's
-    # 5 s window. A budget of 4: our own writes on a CI machine running two test processes cost the probe up to
-    # 2.6 times its idle p99, LIST loops over every object many times that
+    # a pass of 40 s or more (max_qps 75): room for the load to show in the probe's 5 s window. A budget of 4: our
+    # own writes on a CI machine running two test processes cost the probe up to 2.6 times its idle p99, LIST loops
+    # over every object many times that
     run = migrate_in_background(cluster, s, progress, max_qps=75, latency_budget=4.0)
     load = None
-    with PaceWatch(progress) as watch:
+    # only the re-store pass: the confirming pass that follows has a limiter and cut counter of its own, and on a
+    # busy machine the re-store pass may end before the load shows
+    with PaceWatch(progress, restore_pass_only=True) as watch:
         try:
-            steady = watch.wait(lambda p, n: p["windows"] >= 10 and p["limit"] >= 2 and n >= 300, timeout=120)
+            # one write in flight all the time (a cut from there goes below one, to a part of the time)
+            steady = watch.wait(lambda p, n: p["windows"] >= 10 and p["final_limit"] >= 1 and n >= 300, timeout=120)
             watch.phase = "load"
             load = start_list_load(cluster, objects_path(group, "v1beta1", s.plural), 4, stop_file)
             # a cut the probe asked for after the load began, in the re-store pass
-            watch.wait(lambda p, n: p.get("probe_cuts", 0) > steady.get("probe_cuts", 0) and p["limit"] < steady["limit"],
-                       timeout=60)
+            watch.wait(lambda p, n: p.get("probe_cuts", 0) > steady.get("probe_cuts", 0)
+                       and p["final_limit"] < steady["final_limit"], timeout=60)
         finally:
             stop_file.write_text("stop")
             if load is not None:

@@ -24,10 +24,14 @@ from tests.integration.seed import seed_old_objects
 
 
 class PaceWatch:
-    """Reads a module's progress_file every 50 ms and keeps each new pace snapshot with the phase it fell in."""
+    """Reads a module's progress_file every 50 ms and keeps each new pace snapshot with the phase it fell in.
 
-    def __init__(self, path: Path) -> None:
+    With ``restore_pass_only``, a confirming pass's snapshots are left out: that pass has a limiter of its own (started
+    from where the re-store pass ended), so its counters and limits do not compare with the re-store pass's."""
+
+    def __init__(self, path: Path, restore_pass_only: bool = False) -> None:
         self.path = path
+        self.restore_pass_only = restore_pass_only
         self.phase = "before"
         self.samples: list[tuple[str, dict, int]] = []  # (phase, pace, objects answered)
         self._stop = threading.Event()
@@ -49,6 +53,8 @@ class PaceWatch:
             except (OSError, ValueError):
                 continue
             pace = cur.get("pace")
+            if self.restore_pass_only and cur.get("confirming"):
+                continue
             if pace and pace != last:
                 last = pace
                 self.samples.append((self.phase, pace, int(cur.get("answered") or 0)))
