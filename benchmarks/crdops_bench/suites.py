@@ -255,8 +255,8 @@ class Runner:
             observers.stop(self.observers)
 
     def calibrate(self, n: int, reps: int) -> None:
-        self.gentle(n, reps, "calibrate", calibrate_contenders(self.args.budgets or CALIBRATE_BUDGETS,
-                                                              against_contenders(self.args)))
+        names = calibrate_contenders(self.args.budgets or CALIBRATE_BUDGETS, against_contenders(self.args))
+        self.gentle(n, reps, "calibrate", names)
 
     # ---- role ------------------------------------------------------------------------------------
     def role(self, sizes: list, reps: int, rerun_n: int) -> None:
