@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -69,6 +70,8 @@ class Bench:
 
     def close(self) -> None:
         self.cluster.stop()
+        for earlier in self.earlier.values():  # only children imported them (this process imports its own snapshot)
+            shutil.rmtree(earlier, ignore_errors=True)
 
     # ---- data ------------------------------------------------------------------------------------
     def new_group(self, tag: str) -> str:
