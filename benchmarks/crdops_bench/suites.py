@@ -45,7 +45,8 @@ def extra_gentle(args) -> tuple:
 
 
 def against_contenders(args) -> tuple:
-    return (f"{AGAINST}{args.against}",) if getattr(args, "against", None) else ()
+    """The earlier engine this command runs beside ours (--against), as a contender name; none without it."""
+    return (f"{AGAINST}{args.against}",) if args.against else ()
 
 
 def calibrate_contenders(budgets, against: tuple = ()) -> tuple:

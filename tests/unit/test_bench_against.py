@@ -9,8 +9,7 @@ import pytest
 
 from benchmarks.crdops_bench import cli, engine
 from benchmarks.crdops_bench.suites import AGAINST, DEFAULT_BUDGET, budget_of
-
-ENGINE_DIR = "ansible_collections/crdops/migration/plugins/module_utils/_crdops"
+from tools.collection_tree import collection_dir
 
 
 def test_the_earlier_engine_runs_beside_ours_at_the_default_budget_and_only_keeps_it():
@@ -27,13 +26,14 @@ def test_a_snapshot_of_a_commit_holds_the_engine_as_committed_there():
         pytest.fail("the benchmark's --against needs this checkout's git history")
     head = subprocess.run(["git", "-C", str(engine.REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
                           check=True).stdout.strip()
-    root = Path(engine.snapshot(head))
+    root = engine.snapshot(head)
+    collection = Path(collection_dir(root))
     try:
         committed = subprocess.run(["git", "-C", str(engine.REPO), "show",
                                     f"{head}:plugins/module_utils/_crdops/restore/pace.py"],
                                    capture_output=True, text=True, check=True).stdout
-        assert (root / ENGINE_DIR / "restore/pace.py").read_text() == committed
-        assert (root / "ansible_collections/crdops/migration/galaxy.yml").exists()
+        assert (collection / "plugins/module_utils/_crdops/restore/pace.py").read_text() == committed
+        assert (collection / "galaxy.yml").exists()
     finally:
         shutil.rmtree(root)
 
