@@ -645,7 +645,9 @@ crds:
           (C(limit) and C(baseline_ms) this pass started from, learned by the previous pass of the same run with
           O(pace=gentle); null for the first pass).
         - With a probe (see O(latency_budget)), C(probe_cuts) (cuts it asked for), C(tail_cuts) (of those, the ones its
-          p99 asked for), C(tail_refusals) (growths the p99, scaled to the next pace, did not allow), C(tail_aim) (the
+          p99 asked for), C(tail_refusals) (growths the p99, scaled to the next pace, did not allow), C(futile_cuts)
+          (p99 cuts undone because the p99, measured afresh, did not fall), C(cut_floor) (after one, the lowest pace
+          the probe cuts to for the rest of the pass, at most 1; else null), C(tail_aim) (the
           p99 multiple the pace holds, the budget over 1.2) and C(probe), what other clients
           saw - C(target) (the Lease it read), C(budget), C(percentile) (the one the budget holds, 90),
           C(baseline) (V(ok); V(noisy), an idle p90 over 3 times its p50, held at 3 times the p50; V(short), fewer than

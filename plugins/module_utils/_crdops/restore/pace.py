@@ -30,7 +30,10 @@ clients' p99 to x4, and the cuts that followed left them at a third of the in-tr
 signal asks for the deeper cut wins. Only the probe cuts below one write in flight: a limit of 0.4 keeps one write
 in flight 40 % of the time (after a write that took L seconds the next one starts L * (1/0.4 - 1) later), down to
 ``min_duty``; it grows back while the probe is within the budget, by a quarter per window, or where the tail
-decides, by as much as the scaled tail allows (at most double).
+decides, by as much as the scaled tail allows (at most double). A tail cut is judged by the tail's first fresh
+reading: where it did not fall, the tail is not this pace's doing (on two cores, the apiserver's garbage collections
+stall GETs about once per 600 objects written, whatever the pace), so the cut is undone and that pace, at most one
+write in flight, becomes the lowest the probe cuts to for the rest of the pass.
 One write in flight all the time can still be more than a small control plane gives away quietly; the
 write-latency signal cannot see that, since at one write in flight it measures its own baseline. So where the tail
 can be measured, a pass that learned nothing before it starts at ``tail_start_duty`` (half the time) and lets the
@@ -120,6 +123,12 @@ class GradientLimiter:
         # then does not grow until the tail is measured again
         self._tail_seen: Optional[float] = None
         self.tail_refusals = 0  # growths the tail, scaled to the next pace, did not allow
+        # a tail cut waits for the tail's first fresh reading: (the multiple that asked for it, the limit before it)
+        self._cut_on_trial: Optional[Tuple[float, float]] = None
+        self.futile_cuts = 0  # tail cuts undone because the tail, measured afresh, did not fall
+        # after a futile cut, the lowest the probe cuts to for the rest of the pass: the pace it cut from (at most one
+        # write in flight), since cutting below it did not lower what other clients saw
+        self.cut_floor: Optional[float] = None
         self.adaptive = adaptive
         self.settings = settings
         self.clock = clock
@@ -231,12 +240,15 @@ class GradientLimiter:
     def _adjust(self, p50: float) -> None:
         target = (self.baseline or 0.0) * self.settings.tolerance + self.settings.slack
         factors = [target / p50] if p50 > target else []
+        before = self.limit
         over, tail_over = self._probe_over_budget()
         floor = min(1.0, self.limit)  # the write latency never cuts below one write in flight
-        if over is not None and self._probe_may_cut():
+        probe_floor = min(self.limit, max(self.settings.min_duty, self.cut_floor or 0.0))
+        # at its floor the probe has nothing left to cut: not a cut, and the tail goes on being measured at this pace
+        if over is not None and self._probe_may_cut() and self.limit > probe_floor:
             factors.append(over)
-            self._probe_cut(tail_over)
-            floor = self.settings.min_duty
+            self._probe_cut(tail_over, before)
+            floor = probe_floor
         if factors:
             self.congested += 1
             if self.limit > floor:  # at the floor there is nothing left to cut
@@ -300,20 +312,38 @@ class GradientLimiter:
             cuts.append((budget / p90, False))
         if tail is not None:
             self._tail_seen = tail  # measured afresh: over or within, it speaks for itself now
-            if tail > tail_model.aim(budget):
+            if not self._undo_a_futile_cut(tail) and tail > tail_model.aim(budget):
                 cuts.append((tail_model.cut_factor(tail, budget), True))
         if not cuts:
             return None, False
         return min(cuts, key=lambda cut: cut[0])
 
-    def _probe_cut(self, by_tail: bool) -> None:
+    def _probe_cut(self, by_tail: bool, limit_before: float) -> None:
         """A cut the probe asked for. One its tail asked for starts the tail again, at the new pace, and holds the
-        limit until it is measured; the p90's cuts, seconds apart, leave the tail be, or it would never be measured."""
+        limit until it is measured, when it is judged (``_undo_a_futile_cut``); the p90's cuts, seconds apart, leave
+        the tail be, or it would never be measured."""
         self.probe_cuts += 1
         self._last_probe_cut = self.clock()
         if by_tail:
             self.tail_cuts += 1
+            if self._tail_seen is not None:
+                self._cut_on_trial = (self._tail_seen, limit_before)
             self._restart_tail()
+
+    def _undo_a_futile_cut(self, tail: float) -> bool:
+        """The tail's first reading since a tail cut, against the one that asked for it. Where it did not fall, the
+        tail is not made of this pace (the apiserver's garbage collections stall every GET, whatever the pace): the
+        cut is undone, and the pace it cut from, at most one write in flight, is the lowest the probe cuts to from
+        now on. Otherwise a pass cuts on to ``min_duty`` and crawls with the tail where it was."""
+        trial, self._cut_on_trial = self._cut_on_trial, None
+        if trial is None or tail < trial[0]:
+            return False
+        limit_before = trial[1]
+        self.futile_cuts += 1
+        self.cut_floor = max(self.cut_floor or 0.0, min(1.0, limit_before))
+        self._set_limit(limit_before, floor=self.settings.min_duty)
+        self._restart_tail()  # measured at the cut pace, not at the one restored
+        return True
 
     def _may_grow(self) -> bool:
         """Without a probe, every quiet window grows the limit; with one, at most every ``probe_grow_every`` s: a
@@ -340,7 +370,8 @@ class GradientLimiter:
                 "baseline_ms": _ms(self.baseline), "latency_ms": _ms(self.latency), "backoffs": self.backoffs,
                 "throttle_backoffs": self.throttle_backoffs, "windows": self.windows,
                 "congested_windows": self.congested, "probes": self.probes, "probe_cuts": self.probe_cuts,
-                "tail_cuts": self.tail_cuts, "tail_refusals": self.tail_refusals,
+                "tail_cuts": self.tail_cuts, "tail_refusals": self.tail_refusals, "futile_cuts": self.futile_cuts,
+                "cut_floor": _limit(self.cut_floor) if self.cut_floor is not None else None,
                 "tail_aim": round(tail_model.aim(self.probe.budget), 2) if self.probe is not None else None,
                 "started_from": self.started_from.to_dict() if self.started_from else None}
 

@@ -109,3 +109,26 @@ def test_what_a_pass_learned_round_trips_and_an_earlier_results_step_is_ignored(
     assert Learned.from_dict({"limit": 1.0}) is None
     _clock, _probe, lim = fresh_pass(start=learned)
     assert lim.limit == 1.0 and "tail_step" not in lim.snapshot()
+
+
+def test_a_tail_cut_that_did_not_lower_the_tail_is_undone_and_the_pass_cuts_no_lower_than_where_it_was():
+    """A tail made of something else than the pace (the apiserver's garbage collections stall GETs whatever the
+    pace): x2.5 at one write in flight and at any part of the time. The first tail cut is judged by the tail's first
+    fresh reading; it did not fall, so the cut is undone and one write in flight is the floor: the pass goes on at
+    its pace instead of cutting on down to a tenth of the time with the tail where it was."""
+    clock, probe, lim = fresh_pass(start=Learned(1.0, 0.002))
+    assert lim.limit == 1.0
+    write(lim, clock, 120.0, probe, lambda writes: 2.5)
+    assert lim.tail_cuts >= 1 and lim.futile_cuts >= 1, lim.snapshot()
+    assert lim.limit == 1.0 and lim.cut_floor == 1.0 and lim.min_seen < 1.0, lim.snapshot()
+    snapshot = lim.snapshot()
+    assert snapshot["futile_cuts"] == lim.futile_cuts and snapshot["cut_floor"] == 1
+
+
+def test_a_tail_cut_that_lowered_the_tail_stands():
+    """The pace's own tail (x2.2 at one write in flight, x1.3 at half of the time): the cut lowered it, so it stays
+    and sets no floor."""
+    clock, probe, lim = fresh_pass(start=Learned(1.0, 0.002))
+    write(lim, clock, 60.0, probe, two_cores)
+    assert lim.tail_cuts >= 1 and lim.futile_cuts == 0 and lim.cut_floor is None, lim.snapshot()
+    assert lim.max_seen == 1.0 and lim.limit < 1.0
