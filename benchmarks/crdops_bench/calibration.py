@@ -12,7 +12,7 @@ from . import observers, own_probe
 from .observers import OBSERVERS
 from .probe import pct_key
 from .stats import NAN, div, rows, summarize
-from .suites import APF, DEFAULT_BUDGET, budget_of
+from .suites import AGAINST, APF, DEFAULT_BUDGET, budget_of
 
 SUITE = "calibrate"
 MIN_IDLE_SAMPLES = 1000  # the issue's floor for each observer's idle window
@@ -52,10 +52,22 @@ class Point:
         return self.contender != "in-tree"
 
     @property
+    def earlier(self) -> str | None:
+        """The git commit whose engine this is (`--against`), None for this tree's."""
+        return self.contender[len(AGAINST):] if self.contender.startswith(AGAINST) else None
+
+    @property
+    def this_engine(self) -> bool:
+        """Ours at a budget, as this tree has it: the points the checks judge and the chart joins."""
+        return self.ours and self.contender != APF and self.earlier is None
+
+    @property
     def label(self) -> str:
         if not self.ours:
             return "in-tree"
         text = f"{self.budget:g}" + (" (default)" if self.budget == DEFAULT_BUDGET else "")
+        if self.earlier is not None:
+            return f"{text}, engine of {self.earlier}"
         return f"{text} + APF" if self.contender == APF else text
 
 
@@ -118,9 +130,10 @@ def fewest(counts: list) -> int:
 
 
 def contenders(raw: list) -> list[str]:
-    """The calibrate contenders of a run: in-tree first, then ours by budget, APF last."""
+    """The calibrate contenders of a run: in-tree first, then ours by budget, APF, then earlier engines (--against)."""
     names = {r["contender"] for r in raw if r["suite"] == SUITE}
-    return sorted(names, key=lambda c: (c != "in-tree", c == APF, budget_of(c) if c != "in-tree" else 0))
+    return sorted(names, key=lambda c: (c != "in-tree", c.startswith(AGAINST), c == APF,
+                                        budget_of(c) if c != "in-tree" else 0, c))
 
 
 def points(raw: list, n: int) -> list[Point]:

@@ -4,7 +4,8 @@
   - at the default budget both observers' GET p99 multiple ≤ ×2.0;
   - our probe's multiple within ±25 % of each observer's (ours at every budget);
   - ours on or above the in-tree migrator's point: at least its objects/s at no more than its multiple, per
-    observer (without and with the shipped APF objects);
+    observer (without and with the shipped APF objects; an earlier engine run beside ours, `--against`, is not
+    judged);
   - the default at least the in-tree migrator's objects/s, else how far short and why, in figures.
 """
 from __future__ import annotations
@@ -80,7 +81,7 @@ def best_at_or_below(candidates: list[Point], intree: Point, obs: str) -> Point 
 
 def dominance(pts: list[Point], intree: Point) -> list[Check]:
     out = []
-    groups = (("ours", [p for p in pts if p.ours and p.contender != APF]),
+    groups = (("ours", [p for p in pts if p.this_engine]),
               ("ours with the shipped APF objects", [p for p in pts if p.contender == APF]))
     for what, candidates in groups:
         for obs in OBSERVERS:
@@ -104,12 +105,12 @@ def shortfall(pts: list[Point], default: Point, intree: Point) -> str:
     text = (f"At the default budget ours reached {fmt(d, 0)} obj/s, {1 - div(d, i):.0%} short of the in-tree migrator's "
             f"{fmt(i, 0)} obj/s: it kept the observers' GET p99 at {multiples_text(default)}, where the in-tree "
             f"migrator took them to {multiples_text(intree)}.")
-    faster = [p for p in pts if p.ours and p.contender != APF and p.rate.median >= i]
+    faster = [p for p in pts if p.this_engine and p.rate.median >= i]
     if faster:
         p = min(faster, key=lambda p: p.budget)
         text += f" The lowest budget that reached its objects/s: {p.label}, at {multiples_text(p)}."
     else:
-        top = max((p.budget for p in pts if p.ours and p.contender != APF), default=DEFAULT_BUDGET)
+        top = max((p.budget for p in pts if p.this_engine), default=DEFAULT_BUDGET)
         text += f" No budget up to {top:g} reached it without APF."
     apf = find(pts, APF)
     if apf is not None:

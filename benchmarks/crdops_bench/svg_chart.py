@@ -1,6 +1,7 @@
 """The calibration chart as SVG, written by hand (no plotting library): objects/s (y) against an observer's GET p99
 multiple (x), one panel per observer on shared axes; the in-tree migrator, ours at each budget (joined in budget
-order) and ours under the shipped APF objects; medians with min–max bars both ways. The dashed line is the ×2.0
+order), ours under the shipped APF objects and an earlier engine run beside ours (`--against`, hollow, not
+joined); medians with min–max bars both ways. The dashed line is the ×2.0
 target; the shaded corner is "at least the in-tree migrator's objects/s at no more than its multiple".
 """
 from __future__ import annotations
@@ -17,7 +18,8 @@ PANEL_W, PANEL_H = 390, 300
 LEFT, TOP = 70, 70
 GAP = 100
 TARGET = 2.0
-COLOURS = {"in-tree": "#b2182b", "ours": "#2166ac", "apf": "#1b7837"}
+COLOURS = {"in-tree": "#b2182b", "ours": "#2166ac", "apf": "#1b7837", "earlier": "#6a6a6a"}
+LEGEND_ROW = 20
 FONT = 'font-family="sans-serif" font-size="12"'
 
 
@@ -82,11 +84,17 @@ def marker(kind: str, x: float, y: float) -> str:
         return f'<rect x="{x - 5:.1f}" y="{y - 5:.1f}" width="10" height="10" fill="{colour}"/>'
     if kind == "apf":
         return f'<polygon points="{x:.1f},{y - 7:.1f} {x - 6:.1f},{y + 5:.1f} {x + 6:.1f},{y + 5:.1f}" fill="{colour}"/>'
+    if kind == "earlier":
+        return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="white" stroke="{colour}" stroke-width="2"/>'
     return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{colour}"/>'
 
 
 def kind_of(p: Point) -> str:
-    return "in-tree" if not p.ours else ("apf" if p.contender == APF else "ours")
+    if not p.ours:
+        return "in-tree"
+    if p.earlier is not None:
+        return "earlier"
+    return "apf" if p.contender == APF else "ours"
 
 
 def point_svg(ax: Axes, left: float, p: Point, obs: str) -> list[str]:
@@ -143,16 +151,23 @@ def panel(ax: Axes, left: float, pts: list[Point], obs: str) -> list[str]:
     return out
 
 
-def legend(y: float) -> list[str]:
-    """Two rows of two entries under the panels."""
-    items = ((marker("in-tree", 0, -4), "in-tree migrator (kube-controller-manager)"),
+def legend_items(pts: list[Point]) -> list[tuple[str, str]]:
+    items = [(marker("in-tree", 0, -4), "in-tree migrator (kube-controller-manager)"),
              (marker("ours", 0, -4), "ours at latency budget 1.5 … 4 (joined in budget order)"),
              (marker("apf", 0, -4), "ours at the default budget, with the shipped FlowSchema + PriorityLevel"),
              ('<rect x="-5" y="-10" width="10" height="10" fill="#1b7837" fill-opacity="0.15"/>',
-              "on or above the in-tree migrator's point"))
+              "on or above the in-tree migrator's point")]
+    earlier = sorted({p.earlier for p in pts if p.earlier is not None})
+    if earlier:
+        items.append((marker("earlier", 0, -4), f"ours at the default budget, engine of {', '.join(earlier)}"))
+    return items
+
+
+def legend(y: float, items: list[tuple[str, str]]) -> list[str]:
+    """Rows of two entries under the panels."""
     out = []
     for i, (symbol, text) in enumerate(items):
-        x, row_y = LEFT + (i % 2) * (PANEL_W + GAP), y + (i // 2) * 20
+        x, row_y = LEFT + (i % 2) * (PANEL_W + GAP), y + (i // 2) * LEGEND_ROW
         out += [f'<g transform="translate({x},{row_y})">{symbol}</g>',
                 f'<text x="{x + 12}" y="{row_y}" {FONT}>{escape(text)}</text>']
     return out
@@ -160,17 +175,19 @@ def legend(y: float) -> list[str]:
 
 def chart(pts: list[Point], title: str, footnote: str, warning: str = "") -> str:
     ax = Axes(pts)
-    body = [f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
+    items = legend_items(pts)
+    height = HEIGHT + LEGEND_ROW * (math.ceil(len(items) / 2) - 2)  # the chart grows by any legend row past two
+    body = [f'<rect width="{WIDTH}" height="{height}" fill="white"/>',
             f'<text x="{WIDTH / 2}" y="24" text-anchor="middle" font-family="sans-serif" font-size="15" '
             f'font-weight="bold">{escape(title)}</text>']
     for i, obs in enumerate(OBSERVERS):
         body += panel(ax, LEFT + i * (PANEL_W + GAP), pts, obs)
     body.append(f'<text x="{LEFT - 52}" y="{TOP + PANEL_H / 2}" text-anchor="middle" {FONT} '
                 f'transform="rotate(-90 {LEFT - 52} {TOP + PANEL_H / 2})">objects/s</text>')
-    body += legend(TOP + PANEL_H + 64)
-    body.append(f'<text x="{LEFT}" y="{HEIGHT - 12}" {FONT} fill="#555">{escape(footnote)}</text>')
+    body += legend(TOP + PANEL_H + 64, items)
+    body.append(f'<text x="{LEFT}" y="{height - 12}" {FONT} fill="#555">{escape(footnote)}</text>')
     if warning:
         body.append(f'<text x="{WIDTH / 2}" y="{TOP + PANEL_H / 2}" text-anchor="middle" font-family="sans-serif" '
                     f'font-size="28" fill="#d6604d" fill-opacity="0.6">{escape(warning)}</text>')
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
-            f'viewBox="0 0 {WIDTH} {HEIGHT}">\n' + "\n".join(body) + "\n</svg>\n")
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
+            f'viewBox="0 0 {WIDTH} {height}">\n' + "\n".join(body) + "\n</svg>\n")

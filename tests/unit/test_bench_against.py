@@ -41,3 +41,41 @@ def test_a_snapshot_of_a_commit_holds_the_engine_as_committed_there():
 def test_an_unknown_commit_stops_the_run_with_its_name():
     with pytest.raises(SystemExit, match="--against no-such-ref"):
         engine.snapshot("no-such-ref")
+
+
+def calibration_point(contender: str, budget: float, rate: float, multiple: float):
+    from benchmarks.crdops_bench.calibration import Point, Spread
+    from benchmarks.crdops_bench.observers import OBSERVERS
+    return Point(contender, budget, 3, True, Spread(rate, rate, rate, 3),
+                 multiple={o: Spread(multiple, multiple, multiple, 3) for o in OBSERVERS},
+                 own_vs={o: Spread(1.0, 1.0, 1.0, 3) for o in OBSERVERS},
+                 idle_samples={o: 1020 for o in OBSERVERS})
+
+
+def a_run_with_an_earlier_engine_ahead_of_ours():
+    """The in-tree migrator at 160 obj/s and x2.0; this tree's engine slower at every budget; the earlier engine
+    faster and gentler than the in-tree point."""
+    return [calibration_point("in-tree", float("nan"), 160, 2.0),
+            calibration_point("ours-gentle", DEFAULT_BUDGET, 100, 1.6),
+            calibration_point("ours-gentle-budget-3", 3.0, 150, 2.5),
+            calibration_point(f"{AGAINST}2401c73", DEFAULT_BUDGET, 170, 1.9)]
+
+
+def test_an_earlier_engine_is_named_as_such_and_the_checks_judge_only_this_trees_engine():
+    from benchmarks.crdops_bench import calibration_checks
+    pts = a_run_with_an_earlier_engine_ahead_of_ours()
+    assert pts[-1].label == "2 (default), engine of 2401c73" and pts[1].label == "2 (default)"
+    by_name = {c.name: c for c in calibration_checks.checks(pts)}
+    on_or_above = [c for name, c in by_name.items() if name.startswith("ours ÷ in-tree objects/s")]
+    assert on_or_above and all(c.met is False and "2401c73" not in c.detail for c in on_or_above)
+    shortfall = by_name["default ÷ in-tree objects/s"].detail
+    assert "No budget up to 3 reached it" in shortfall and "2401c73" not in shortfall
+
+
+def test_the_chart_draws_an_earlier_engine_apart_and_names_it_in_a_legend_row_of_its_own():
+    from benchmarks.crdops_bench.svg_chart import HEIGHT, chart
+    pts = a_run_with_an_earlier_engine_ahead_of_ours()
+    svg = chart(pts, "t", "f")
+    assert "engine of 2401c73" in svg and 'fill="white" stroke="#6a6a6a"' in svg
+    assert f'height="{HEIGHT + 20}"' in svg
+    assert f'height="{HEIGHT}"' in chart(pts[:-1], "t", "f")
