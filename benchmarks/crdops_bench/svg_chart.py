@@ -1,8 +1,8 @@
 """The calibration chart as SVG, written by hand (no plotting library): objects/s (y) against an observer's GET p99
 multiple (x), one panel per observer on shared axes; the in-tree migrator, ours at each budget (joined in budget
 order), ours under the shipped APF objects and an earlier engine run beside ours (`--against`, hollow, not
-joined); medians with min–max bars both ways. The dashed line is the ×2.0
-target; the shaded corner is "at least the in-tree migrator's objects/s at no more than its multiple".
+joined); medians with min–max bars both ways. The dashed line is the ×2.0 target; the shaded corner is "at least
+the in-tree migrator's objects/s at no more than its multiple".
 """
 from __future__ import annotations
 
@@ -137,7 +137,7 @@ def labels(ax: Axes, left: float, pts: list[Point], obs: str) -> list[str]:
 def panel(ax: Axes, left: float, pts: list[Point], obs: str) -> list[str]:
     intree = next((p for p in pts if not p.ours), None)
     out = grid(ax, left) + corner(ax, left, intree, obs)
-    ours = sorted((p for p in pts if kind_of(p) == "ours" and finite(p.multiple[obs].median, p.rate.median)),
+    ours = sorted((p for p in pts if p.this_engine and finite(p.multiple[obs].median, p.rate.median)),
                   key=lambda p: p.budget)
     if len(ours) > 1:
         line = " ".join(f"{ax.px(left, p.multiple[obs].median):.1f},{ax.py(p.rate.median):.1f}" for p in ours)

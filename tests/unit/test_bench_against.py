@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.crdops_bench import cli, engine
+from benchmarks.crdops_bench import calibration_checks, cli, engine
+from benchmarks.crdops_bench.calibration import Point, Spread
+from benchmarks.crdops_bench.observers import OBSERVERS
 from benchmarks.crdops_bench.suites import AGAINST, DEFAULT_BUDGET, budget_of
+from benchmarks.crdops_bench.svg_chart import HEIGHT, chart
 from tools.collection_tree import collection_dir
 
 
@@ -43,9 +46,7 @@ def test_an_unknown_commit_stops_the_run_with_its_name():
         engine.snapshot("no-such-ref")
 
 
-def calibration_point(contender: str, budget: float, rate: float, multiple: float):
-    from benchmarks.crdops_bench.calibration import Point, Spread
-    from benchmarks.crdops_bench.observers import OBSERVERS
+def calibration_point(contender: str, budget: float, rate: float, multiple: float) -> Point:
     return Point(contender, budget, 3, True, Spread(rate, rate, rate, 3),
                  multiple={o: Spread(multiple, multiple, multiple, 3) for o in OBSERVERS},
                  own_vs={o: Spread(1.0, 1.0, 1.0, 3) for o in OBSERVERS},
@@ -62,7 +63,6 @@ def a_run_with_an_earlier_engine_ahead_of_ours():
 
 
 def test_an_earlier_engine_is_named_as_such_and_the_checks_judge_only_this_trees_engine():
-    from benchmarks.crdops_bench import calibration_checks
     pts = a_run_with_an_earlier_engine_ahead_of_ours()
     assert pts[-1].label == "2 (default), engine of 2401c73" and pts[1].label == "2 (default)"
     by_name = {c.name: c for c in calibration_checks.checks(pts)}
@@ -73,7 +73,6 @@ def test_an_earlier_engine_is_named_as_such_and_the_checks_judge_only_this_trees
 
 
 def test_the_chart_draws_an_earlier_engine_apart_and_names_it_in_a_legend_row_of_its_own():
-    from benchmarks.crdops_bench.svg_chart import HEIGHT, chart
     pts = a_run_with_an_earlier_engine_ahead_of_ours()
     svg = chart(pts, "t", "f")
     assert "engine of 2401c73" in svg and 'fill="white" stroke="#6a6a6a"' in svg
