@@ -241,7 +241,7 @@ class GradientLimiter:
         target = (self.baseline or 0.0) * self.settings.tolerance + self.settings.slack
         factors = [target / p50] if p50 > target else []
         before = self.limit
-        over, tail_over = self._probe_over_budget()
+        over, tail_over = self._probe_over_budget(*self._read_probe())
         floor = min(1.0, self.limit)  # the write latency never cuts below one write in flight
         probe_floor = min(self.limit, max(self.settings.min_duty, self.cut_floor or 0.0))
         # at its floor the probe has nothing left to cut: not a cut, and the tail goes on being measured at this pace
@@ -299,21 +299,31 @@ class GradientLimiter:
         if self.probe is not None:
             self.probe.restart_tail()
 
-    def _probe_over_budget(self) -> Tuple[Optional[float], bool]:
+    def _read_probe(self) -> Tuple[Optional[float], Optional[float]]:
+        """The probe's p90 multiple and its tail's, each None until it can be estimated. A tail measured afresh
+        speaks for the pace now, and judges a tail cut still on trial (``_undo_a_futile_cut``): a cut undone leaves
+        no tail to act on until it is measured again, at the pace restored."""
+        if self.probe is None:
+            return None, None
+        p90, tail = self.probe.multiple(), self.probe.tail_multiple()
+        if tail is not None:
+            self._tail_seen = tail
+            if self._undo_a_futile_cut(tail):
+                tail = None
+        return p90, tail
+
+    def _probe_over_budget(self, p90: Optional[float], tail: Optional[float]) -> Tuple[Optional[float], bool]:
         """(the factor to cut the limit by, whether the tail asked for it) when the probe's p90 window is over the
         budget (budget / p90) or its tail over the tail's aim below the budget (back to the aim: tail_model.py), the
         deeper cut of the two; else (None, False)."""
         if self.probe is None:
             return None, False
         budget = self.probe.budget
-        p90, tail = self.probe.multiple(), self.probe.tail_multiple()
         cuts: List[Tuple[float, bool]] = []
         if p90 is not None and p90 > budget:
             cuts.append((budget / p90, False))
-        if tail is not None:
-            self._tail_seen = tail  # measured afresh: over or within, it speaks for itself now
-            if not self._undo_a_futile_cut(tail) and tail > tail_model.aim(budget):
-                cuts.append((tail_model.cut_factor(tail, budget), True))
+        if tail is not None and tail > tail_model.aim(budget):
+            cuts.append((tail_model.cut_factor(tail, budget), True))
         if not cuts:
             return None, False
         return min(cuts, key=lambda cut: cut[0])
